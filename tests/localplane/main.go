@@ -1,0 +1,184 @@
+// Command localplane runs a real Kubernetes control plane on loopback for the
+// tests and the demo: embedded etcd, kube-apiserver (RBAC, static tokens, audit
+// log), kube-controller-manager (garbage collector, namespace and
+// service-account controllers), a fault-injecting proxy and a control endpoint.
+//
+//	localplane run   --dir DIR [--bin BINDIR] [--watch-cache=true] [--min-request-timeout=1800]
+//	                 [--exit-with-parent] [--remove-dir-on-exit]
+//	localplane start --dir DIR [same flags]   # run in the background; returns once ready
+//	localplane stop  --dir DIR                # stop it and remove DIR
+//	localplane ctl   --dir DIR METHOD PATH    # call the control endpoint, e.g. POST /etcd/compact
+//
+// When ready, DIR/plane.env lists every address and file (LOCALPLANE_*).
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	cmd, args := os.Args[1], os.Args[2:]
+	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
+	dir := fs.String("dir", "", "plane directory (required)")
+	self, _ := os.Executable()
+	binDir := fs.String("bin", filepath.Dir(self), "directory holding kube-apiserver and kube-controller-manager")
+	watchCache := fs.Bool("watch-cache", true, "enable the apiserver's watch cache")
+	minRequestTimeout := fs.Int("min-request-timeout", 1800, "apiserver --min-request-timeout (seconds)")
+	exitWithParent := fs.Bool("exit-with-parent", false, "stop when the parent process exits")
+	removeDir := fs.Bool("remove-dir-on-exit", false, "remove DIR when the plane stops")
+	timeout := fs.Duration("timeout", 180*time.Second, "start: how long to wait for readiness")
+	_ = fs.Parse(args)
+	if *dir == "" {
+		usage()
+	}
+	abs, err := filepath.Abs(*dir)
+	must(err)
+	opts := planeOptions{dir: abs, binDir: *binDir, watchCache: *watchCache, minRequestTimeout: *minRequestTimeout}
+	switch cmd {
+	case "run":
+		run(opts, *exitWithParent)
+		if *removeDir {
+			_ = os.RemoveAll(abs)
+		}
+	case "start":
+		start(opts, *timeout, args)
+	case "stop":
+		stop(abs)
+	case "ctl":
+		ctl(abs, fs.Args())
+	default:
+		usage()
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: localplane run|start|stop|ctl --dir DIR [flags]  (see the package doc)")
+	os.Exit(2)
+}
+
+func run(opts planeOptions, exitWithParent bool) {
+	parent := os.Getppid()
+	pl, err := runPlane(opts)
+	if err != nil {
+		progress("failed: %v", err)
+		if pl != nil {
+			pl.shutdown()
+		}
+		os.Exit(1)
+	}
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-signals:
+			progress("stopping")
+			pl.shutdown()
+			return
+		case <-tick.C:
+			if exitWithParent && os.Getppid() != parent {
+				progress("parent exited; stopping")
+				pl.shutdown()
+				return
+			}
+		}
+	}
+}
+
+// start runs the plane as a detached background process and waits for plane.env.
+func start(opts planeOptions, timeout time.Duration, args []string) {
+	must(os.MkdirAll(opts.dir, 0o755))
+	envFile := filepath.Join(opts.dir, "plane.env")
+	_ = os.Remove(envFile)
+	logPath := filepath.Join(opts.dir, "localplane.log")
+	log, err := os.Create(logPath)
+	must(err)
+	self, _ := os.Executable()
+	cmd := exec.Command(self, append([]string{"run"}, args...)...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	must(cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(timeout)
+	for {
+		if _, err := os.Stat(envFile); err == nil {
+			fmt.Println(envFile)
+			return
+		}
+		select {
+		case err := <-exited:
+			fmt.Fprintf(os.Stderr, "localplane exited before it was ready (%v); its log %s:\n", err, logPath)
+			b, _ := os.ReadFile(logPath)
+			os.Stderr.Write(b)
+			os.Exit(1)
+		case <-deadline:
+			fmt.Fprintf(os.Stderr, "localplane not ready after %s; see %s\n", timeout, logPath)
+			_ = cmd.Process.Kill()
+			os.Exit(1)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func readEnv(dir string) map[string]string {
+	f, err := os.Open(filepath.Join(dir, "plane.env"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	env := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+func stop(dir string) {
+	if env := readEnv(dir); env != nil {
+		if pid, err := strconv.Atoi(env["LOCALPLANE_PID"]); err == nil {
+			if p, err := os.FindProcess(pid); err == nil && p.Signal(syscall.SIGTERM) == nil {
+				for i := 0; i < 300 && p.Signal(syscall.Signal(0)) == nil; i++ {
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		}
+	}
+	must(os.RemoveAll(dir))
+}
+
+func ctl(dir string, args []string) {
+	env := readEnv(dir)
+	if env == nil || len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: localplane ctl --dir DIR METHOD PATH (the plane must be running)")
+		os.Exit(2)
+	}
+	req, err := http.NewRequest(args[0], env["LOCALPLANE_CONTROL"]+args[1], nil)
+	must(err)
+	resp, err := http.DefaultClient.Do(req)
+	must(err)
+	defer resp.Body.Close()
+	_, _ = io.Copy(os.Stdout, resp.Body)
+	if resp.StatusCode != 200 {
+		os.Exit(1)
+	}
+}

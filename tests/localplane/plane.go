@@ -1,0 +1,368 @@
+package main
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Identities the plane creates. The restricted one has only what a Spark
+// driver needs in one namespace; pods-only lacks services (for the tests of
+// what happens when executor Services are forbidden).
+const (
+	driverNamespace    = "spark"
+	forbiddenNamespace = "forbidden"
+	restrictedUser     = "spark-driver"
+	podsOnlyUser       = "spark-driver-pods-only"
+)
+
+type planeOptions struct {
+	dir               string
+	binDir            string
+	watchCache        bool
+	minRequestTimeout int
+}
+
+type plane struct {
+	opts       planeOptions
+	etcd       *embeddedEtcd
+	apiserver  *childProcess
+	kcm        *childProcess
+	proxy      *faultProxy
+	apiURL     string
+	proxyURL   string
+	controlURL string
+	adminToken string
+	httpClient *http.Client
+}
+
+func (pl *plane) path(name string) string { return filepath.Join(pl.opts.dir, name) }
+
+func runPlane(opts planeOptions) (*plane, error) {
+	began := time.Now()
+	pl := &plane{opts: opts}
+	must(os.MkdirAll(opts.dir, 0o755))
+	writePKI(opts.dir, restrictedUser)
+	pl.adminToken = randomToken()
+	tokens := map[string]string{
+		"admin":               randomToken(),
+		"restricted":          randomToken(),
+		"pods-only":           randomToken(),
+		"kube-controller-mgr": randomToken(),
+	}
+	tokens["admin"] = pl.adminToken
+	var csv strings.Builder
+	fmt.Fprintf(&csv, "%s,admin,uid-admin,\"system:masters\"\n", tokens["admin"])
+	fmt.Fprintf(&csv, "%s,%s,uid-restricted\n", tokens["restricted"], restrictedUser)
+	fmt.Fprintf(&csv, "%s,%s,uid-pods-only\n", tokens["pods-only"], podsOnlyUser)
+	fmt.Fprintf(&csv, "%s,system:kube-controller-manager,uid-kcm,\"system:masters\"\n", tokens["kube-controller-mgr"])
+	must(os.WriteFile(pl.path("tokens.csv"), []byte(csv.String()), 0o600))
+	for name, tok := range tokens {
+		must(os.WriteFile(pl.path(name+".token"), []byte(tok), 0o600))
+	}
+	must(os.WriteFile(pl.path("audit-policy.yaml"), []byte(auditPolicy), 0o644))
+
+	var err error
+	if pl.etcd, err = startEtcd(opts.dir); err != nil {
+		return nil, err
+	}
+	progress("etcd ready at %s", pl.etcd.endpoint)
+
+	port := freePort()
+	pl.apiURL = fmt.Sprintf("https://127.0.0.1:%d", port)
+	pl.apiserver = &childProcess{
+		name: "kube-apiserver", path: filepath.Join(opts.binDir, "kube-apiserver"),
+		args: pl.apiserverArgs(port), logPath: pl.path("kube-apiserver.log"),
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(mustRead(pl.path("ca.crt")))
+	pl.httpClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	if err := pl.startAPIServer(); err != nil {
+		return nil, err
+	}
+	progress("kube-apiserver ready at %s", pl.apiURL)
+	if err := pl.bootstrap(); err != nil {
+		return nil, err
+	}
+
+	writeKubeconfig(pl.path("kube-controller-manager.kubeconfig"), pl.apiURL, pl.path("ca.crt"),
+		map[string]string{"kcm": tokens["kube-controller-mgr"]}, "kcm", "")
+	pl.kcm = &childProcess{
+		name: "kube-controller-manager", path: filepath.Join(opts.binDir, "kube-controller-manager"),
+		args: []string{
+			"--kubeconfig=" + pl.path("kube-controller-manager.kubeconfig"),
+			"--controllers=garbagecollector,namespace,serviceaccount",
+			"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false",
+			"--concurrent-gc-syncs=20", "-v=1",
+		},
+		logPath: pl.path("kube-controller-manager.log"),
+	}
+	if err := pl.kcm.start(); err != nil {
+		return nil, err
+	}
+
+	if pl.proxy, pl.proxyURL, err = startFaultProxy(pl.apiURL, pl.path("ca.crt"), pl.path("apiserver.crt"), pl.path("apiserver.key")); err != nil {
+		return nil, err
+	}
+	if pl.controlURL, err = pl.serveControl(); err != nil {
+		return nil, err
+	}
+	writeKubeconfig(pl.path("kubeconfig"), pl.apiURL, pl.path("ca.crt"),
+		map[string]string{"admin": tokens["admin"], "restricted": tokens["restricted"]}, "admin", driverNamespace)
+	pl.writeEnv()
+	progress("plane ready in %.1fs: %s", time.Since(began).Seconds(), pl.path("plane.env"))
+	return pl, nil
+}
+
+func (pl *plane) apiserverArgs(port int) []string {
+	args := []string{
+		"--etcd-servers=" + pl.etcd.endpoint,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", port),
+		"--cert-dir=" + pl.path("apiserver-certs"),
+		"--tls-cert-file=" + pl.path("apiserver.crt"),
+		"--tls-private-key-file=" + pl.path("apiserver.key"),
+		"--client-ca-file=" + pl.path("ca.crt"),
+		"--token-auth-file=" + pl.path("tokens.csv"),
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + pl.path("sa.key"),
+		"--service-account-signing-key-file=" + pl.path("sa.key"),
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--allow-privileged=true",
+		"--profiling=false",
+		"--audit-policy-file=" + pl.path("audit-policy.yaml"),
+		"--audit-log-path=" + pl.path("audit.log"),
+		fmt.Sprintf("--min-request-timeout=%d", pl.opts.minRequestTimeout),
+		"-v=1",
+	}
+	if !pl.opts.watchCache {
+		args = append(args, "--watch-cache=false")
+	}
+	return args
+}
+
+func (pl *plane) startAPIServer() error {
+	if err := pl.apiserver.start(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(120 * time.Second)
+	for time.Now().Before(deadline) {
+		if !pl.apiserver.running() {
+			return fmt.Errorf("kube-apiserver exited; see %s", pl.path("kube-apiserver.log"))
+		}
+		if status, _, err := pl.request("GET", "/readyz", nil); err == nil && status == 200 {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("kube-apiserver not ready after 120s; see %s", pl.path("kube-apiserver.log"))
+}
+
+func (pl *plane) restartAPIServer(down time.Duration) error {
+	pl.apiserver.stop(2 * time.Second)
+	time.Sleep(down)
+	return pl.startAPIServer()
+}
+
+// request calls the apiserver as admin.
+func (pl *plane) request(method, path string, body any) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, pl.apiURL+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+pl.adminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := pl.httpClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, err
+}
+
+// create POSTs an object, accepting 409 (already exists).
+func (pl *plane) create(path string, obj map[string]any) error {
+	for attempt := 0; ; attempt++ {
+		status, out, err := pl.request("POST", path, obj)
+		if err == nil && (status == 201 || status == 200 || status == 409) {
+			return nil
+		}
+		if attempt == 50 {
+			return fmt.Errorf("POST %s: %d %s %v", path, status, out, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (pl *plane) bootstrap() error {
+	for _, ns := range []string{driverNamespace, forbiddenNamespace} {
+		if err := pl.create("/api/v1/namespaces", obj("v1", "Namespace", ns, "")); err != nil {
+			return err
+		}
+	}
+	rule := func(resources []string, verbs ...string) map[string]any {
+		return map[string]any{"apiGroups": []string{""}, "resources": resources, "verbs": verbs}
+	}
+	roles := map[string][]any{
+		restrictedUser: {
+			rule([]string{"pods"}, "get", "list", "watch", "create", "delete", "deletecollection", "patch"),
+			rule([]string{"services"}, "get", "list", "watch", "create", "delete", "patch", "update"),
+			rule([]string{"configmaps"}, "get", "list", "create", "delete", "deletecollection"),
+			rule([]string{"persistentvolumeclaims"}, "get", "list", "create", "delete", "deletecollection"),
+		},
+		podsOnlyUser: {
+			rule([]string{"pods"}, "get", "list", "watch", "create", "delete", "deletecollection", "patch"),
+			rule([]string{"configmaps"}, "get", "list", "create", "delete", "deletecollection"),
+		},
+	}
+	names := make([]string, 0, len(roles))
+	for n := range roles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	rbac := "/apis/rbac.authorization.k8s.io/v1/namespaces/" + driverNamespace
+	for _, user := range names {
+		role := obj("rbac.authorization.k8s.io/v1", "Role", user, driverNamespace)
+		role["rules"] = roles[user]
+		if err := pl.create(rbac+"/roles", role); err != nil {
+			return err
+		}
+		binding := obj("rbac.authorization.k8s.io/v1", "RoleBinding", user, driverNamespace)
+		binding["roleRef"] = map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": user}
+		binding["subjects"] = []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}}
+		if err := pl.create(rbac+"/rolebindings", binding); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func obj(apiVersion, kind, name, namespace string) map[string]any {
+	meta := map[string]any{"name": name}
+	if namespace != "" {
+		meta["namespace"] = namespace
+	}
+	return map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": meta}
+}
+
+// writeEnv publishes where everything is, atomically: its presence means ready.
+func (pl *plane) writeEnv() {
+	vars := [][2]string{
+		{"LOCALPLANE_DIR", pl.opts.dir},
+		{"LOCALPLANE_PID", fmt.Sprint(os.Getpid())},
+		{"LOCALPLANE_APISERVER", pl.apiURL},
+		{"LOCALPLANE_PROXY", pl.proxyURL},
+		{"LOCALPLANE_CONTROL", pl.controlURL},
+		{"LOCALPLANE_ETCD", pl.etcd.endpoint},
+		{"LOCALPLANE_CA_FILE", pl.path("ca.crt")},
+		{"LOCALPLANE_KUBECONFIG", pl.path("kubeconfig")},
+		{"LOCALPLANE_ADMIN_TOKEN_FILE", pl.path("admin.token")},
+		{"LOCALPLANE_RESTRICTED_TOKEN_FILE", pl.path("restricted.token")},
+		{"LOCALPLANE_PODS_ONLY_TOKEN_FILE", pl.path("pods-only.token")},
+		{"LOCALPLANE_CLIENT_CERT_FILE", pl.path("client.crt")},
+		{"LOCALPLANE_CLIENT_KEY_FILE", pl.path("client.key")},
+		{"LOCALPLANE_NAMESPACE", driverNamespace},
+		{"LOCALPLANE_FORBIDDEN_NAMESPACE", forbiddenNamespace},
+		{"LOCALPLANE_AUDIT_LOG", pl.path("audit.log")},
+		{"LOCALPLANE_BIN_DIR", pl.opts.binDir},
+	}
+	var b strings.Builder
+	for _, kv := range vars {
+		fmt.Fprintf(&b, "%s=%s\n", kv[0], kv[1])
+	}
+	tmp := pl.path("plane.env.tmp")
+	must(os.WriteFile(tmp, []byte(b.String()), 0o644))
+	must(os.Rename(tmp, pl.path("plane.env")))
+}
+
+func (pl *plane) shutdown() {
+	if pl.proxy != nil {
+		pl.proxy.close()
+	}
+	if pl.kcm != nil {
+		pl.kcm.stop(5 * time.Second)
+	}
+	if pl.apiserver != nil {
+		pl.apiserver.stop(2 * time.Second)
+	}
+	if pl.etcd != nil {
+		pl.etcd.close()
+	}
+}
+
+func writeKubeconfig(path, server, caFile string, users map[string]string, current, namespace string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Config\nclusters:\n- name: localplane\n  cluster:\n    server: %s\n    certificate-authority: %s\n", server, caFile)
+	names := make([]string, 0, len(users))
+	for n := range users {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	b.WriteString("users:\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "- name: %s\n  user:\n    token: %s\n", n, users[n])
+	}
+	b.WriteString("contexts:\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "- name: %s\n  context:\n    cluster: localplane\n    user: %s\n", n, n)
+		if namespace != "" {
+			fmt.Fprintf(&b, "    namespace: %s\n", namespace)
+		}
+	}
+	fmt.Fprintf(&b, "current-context: %s\n", current)
+	must(os.WriteFile(path, []byte(b.String()), 0o600))
+}
+
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  resources:
+  - group: ""
+    resources: ["pods", "services", "configmaps"]
+- level: None
+`
+
+func freePort() int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func mustRead(path string) []byte {
+	b, err := os.ReadFile(path)
+	must(err)
+	return b
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[localplane %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// faultProxy stands between clients and the apiserver, terminating TLS with
+// the apiserver's own certificate, so that tests can cut every connection,
+// black-hole traffic (requests hang and open watch streams go silent, as in a
+// network partition), add delay, or answer 429 Too Many Requests.
+type faultProxy struct {
+	server *http.Server
+	proxy  *httputil.ReverseProxy
+
+	mu             sync.Mutex
+	conns          map[net.Conn]struct{}
+	hole           chan struct{} // non-nil while black-holed; closed on release
+	holeTimer      *time.Timer
+	throttledUntil time.Time
+	delay          time.Duration
+
+	requests, throttled, cuts, blackholes atomic.Int64
+}
+
+func startFaultProxy(upstream, caFile, certFile, keyFile string) (*faultProxy, string, error) {
+	target, err := url.Parse(upstream)
+	if err != nil {
+		return nil, "", err
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(mustRead(caFile))
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, "", err
+	}
+	p := &faultProxy{conns: map[net.Conn]struct{}{}}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1 // watch events pass at once
+	rp.Transport = &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: roots},
+		ForceAttemptHTTP2: true,
+		MaxIdleConns:      100,
+	}
+	rp.ModifyResponse = func(resp *http.Response) error {
+		resp.Body = &holdingBody{ReadCloser: resp.Body, proxy: p, ctx: resp.Request.Context()}
+		return nil
+	}
+	rp.ErrorLog = nil
+	p.proxy = rp
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	p.server = &http.Server{
+		Handler:   p,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}},
+		ConnState: p.track,
+	}
+	go func() { _ = p.server.ServeTLS(ln, "", "") }()
+	return p, fmt.Sprintf("https://%s", ln.Addr()), nil
+}
+
+func (p *faultProxy) track(c net.Conn, state http.ConnState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch state {
+	case http.StateNew:
+		p.conns[c] = struct{}{}
+	case http.StateClosed, http.StateHijacked:
+		delete(p.conns, c)
+	}
+}
+
+func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.requests.Add(1)
+	if hole := p.currentHole(); hole != nil {
+		select {
+		case <-hole:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	p.mu.Lock()
+	throttled, delay := time.Now().Before(p.throttledUntil), p.delay
+	p.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if throttled {
+		p.throttled.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",`+
+			`"message":"Too many requests, please try again later (localplane fault proxy).",`+
+			`"reason":"TooManyRequests","details":{"retryAfterSeconds":1},"code":429}`)
+		return
+	}
+	p.proxy.ServeHTTP(w, r)
+}
+
+func (p *faultProxy) currentHole() chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hole
+}
+
+// cut closes every client connection at once, as when a load balancer or the
+// apiserver's host goes away.
+func (p *faultProxy) cut() int {
+	p.cuts.Add(1)
+	p.mu.Lock()
+	conns := make([]net.Conn, 0, len(p.conns))
+	for c := range p.conns {
+		conns = append(conns, c)
+	}
+	p.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	return len(conns)
+}
+
+// blackhole holds all traffic for d (0 = until normal()).
+func (p *faultProxy) blackhole(d time.Duration) {
+	p.blackholes.Add(1)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hole == nil {
+		p.hole = make(chan struct{})
+	}
+	if p.holeTimer != nil {
+		p.holeTimer.Stop()
+	}
+	if d > 0 {
+		hole := p.hole
+		p.holeTimer = time.AfterFunc(d, func() { p.release(hole) })
+	}
+}
+
+func (p *faultProxy) release(hole chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hole == hole && hole != nil {
+		close(hole)
+		p.hole = nil
+	}
+}
+
+func (p *faultProxy) throttle(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.throttledUntil = time.Now().Add(d)
+}
+
+func (p *faultProxy) setDelay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
+}
+
+// normal ends every fault.
+func (p *faultProxy) normal() {
+	p.release(p.currentHole())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.throttledUntil, p.delay = time.Time{}, 0
+}
+
+func (p *faultProxy) stats() map[string]any {
+	p.mu.Lock()
+	open := len(p.conns)
+	holed := p.hole != nil
+	p.mu.Unlock()
+	return map[string]any{
+		"requests": p.requests.Load(), "throttled": p.throttled.Load(), "cuts": p.cuts.Load(),
+		"blackholes": p.blackholes.Load(), "open_connections": open, "blackholed": holed,
+	}
+}
+
+// holdingBody makes an open response stream (a watch) go silent while the
+// proxy is black-holed.
+type holdingBody struct {
+	io.ReadCloser
+	proxy *faultProxy
+	ctx   context.Context
+}
+
+func (b *holdingBody) Read(buf []byte) (int, error) {
+	n, err := b.ReadCloser.Read(buf)
+	if hole := b.proxy.currentHole(); hole != nil {
+		select {
+		case <-hole:
+		case <-b.ctx.Done():
+			return 0, b.ctx.Err()
+		}
+	}
+	return n, err
+}
+
+func (p *faultProxy) close() { _ = p.server.Close() }

@@ -10,7 +10,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 src="$root/tests/localplane"
 cache="${SPARK_K8S_NATIVE_CACHE:-$HOME/.cache/spark-k8s-native}"
 k8s_version=$(awk '$1 == "k8s.io/kubernetes" {print $2; exit}' "$src/go.mod")
-k8s_key=$(cat "$src/go.mod" "$src/go.sum" | sha256sum | cut -c1-12)
+minor=${k8s_version#v1.}; minor=${minor%%.*}
+# Stamp the release into the binaries, as Kubernetes' own build does.
+ldflags="-X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1"
+ldflags+=" -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=$k8s_version"
+k8s_key=$( (cat "$src/go.mod" "$src/go.sum"; echo "$ldflags") | sha256sum | cut -c1-12)
 bin="$cache/localplane/$k8s_version-$k8s_key"
 mkdir -p "$bin"
 
@@ -26,14 +31,18 @@ if [[ ! -x "$bin/kube-apiserver" || ! -x "$bin/kube-controller-manager" || ! -x 
   (cd "$src" && go mod download) >&2
   say "modules downloaded in $((SECONDS - began))s; compiling"
   tmp=$(mktemp -d "$bin/.build.XXXXXX")
-  (cd "$src" && go build -v -o "$tmp/" \
+  (cd "$src" && go build -v -ldflags "$ldflags" -o "$tmp/" \
       k8s.io/kubernetes/cmd/kube-apiserver \
       k8s.io/kubernetes/cmd/kube-controller-manager \
-      k8s.io/kubernetes/cmd/kubectl 2>&1) |
+      k8s.io/kubernetes/cmd/kubectl 2>&1) | tee "$bin/build.log" |
     awk -v start="$began" '{n++} n % 250 == 0 {printf "[localplane-build] %d packages compiled (%ds)\n", n, systime() - start; fflush()}' >&2 \
     || true
   for b in kube-apiserver kube-controller-manager kubectl; do
-    [[ -x "$tmp/$b" ]] || { say "FAILED: $b was not built; rerun: (cd tests/localplane && go build k8s.io/kubernetes/cmd/$b)"; exit 1; }
+    if [[ ! -x "$tmp/$b" ]]; then
+      tail -40 "$bin/build.log" >&2
+      say "FAILED: $b was not built; full log: $bin/build.log"
+      exit 1
+    fi
     mv "$tmp/$b" "$bin/$b"
   done
   rmdir "$tmp"

@@ -110,6 +110,10 @@ func runPlane(opts planeOptions) (*plane, error) {
 	if err := pl.kcm.start(); err != nil {
 		return nil, err
 	}
+	// Pods are admitted only once their namespace's default service account exists.
+	if err := pl.waitFor("/api/v1/namespaces/"+driverNamespace+"/serviceaccounts/default", 60*time.Second); err != nil {
+		return nil, err
+	}
 
 	if pl.proxy, pl.proxyURL, err = startFaultProxy(pl.apiURL, pl.path("ca.crt"), pl.path("apiserver.crt"), pl.path("apiserver.key")); err != nil {
 		return nil, err
@@ -167,6 +171,18 @@ func (pl *plane) startAPIServer() error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("kube-apiserver not ready after 120s; see %s", pl.path("kube-apiserver.log"))
+}
+
+// waitFor polls GET path as admin until it answers 200.
+func (pl *plane) waitFor(path string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if status, _, err := pl.request("GET", path, nil); err == nil && status == 200 {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("GET %s: not found after %s", path, timeout)
 }
 
 func (pl *plane) restartAPIServer(down time.Duration) error {

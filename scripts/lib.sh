@@ -1,0 +1,63 @@
+# Shared by the scripts: phase timing and the tool checks.
+# shellcheck shell=bash
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+phase_began=$SECONDS
+phase_name=""
+phase_report=()
+
+phase() {
+  phase_end
+  phase_name=$1
+  phase_began=$SECONDS
+  printf '\n==> %s\n' "$phase_name"
+}
+
+phase_end() {
+  if [[ -n "$phase_name" ]]; then
+    local took=$((SECONDS - phase_began))
+    phase_report+=("$(printf '%5ds  %s' "$took" "$phase_name")")
+    printf '<== %s: %ds\n' "$phase_name" "$took"
+    phase_name=""
+  fi
+}
+
+phase_summary() {
+  phase_end
+  printf '\nPhases:\n'
+  printf '  %s\n' "${phase_report[@]}"
+  printf '  %5ds  total\n' "$SECONDS"
+}
+
+apt_install() {
+  echo "installing from Debian's packages: $*"
+  if [[ -z "${apt_updated:-}" ]]; then
+    apt-get update -qq
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# Installs what a fresh machine lacks; says what it cannot install.
+ensure_tools() {
+  if ! command -v go >/dev/null; then
+    # Debian's Go is older than go.mod asks for; GOTOOLCHAIN=auto then fetches
+    # the right toolchain from the Go module proxy.
+    apt_install golang-go
+  fi
+  if ! command -v cargo >/dev/null; then
+    if [[ -x "$HOME/.cargo/bin/cargo" ]]; then
+      export PATH="$HOME/.cargo/bin:$PATH"
+    else
+      echo "cargo not found: install Rust >= 1.89 with rustup (Debian's rustc is too old)" >&2
+      exit 1
+    fi
+  fi
+  if ! command -v javac >/dev/null || ! javac -version 2>&1 | grep -qE 'javac (1[7-9]|2[0-9])'; then
+    apt_install openjdk-17-jdk-headless
+  fi
+  if ! command -v mvn >/dev/null; then
+    apt_install maven
+  fi
+  echo "go: $(go version | cut -d' ' -f3) | $(cargo --version) | $(javac -version 2>&1) | $(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g')"
+}

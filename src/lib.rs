@@ -5,7 +5,11 @@
 //! it can be used and tested without a JVM. The [`jni`] module is the only
 //! place that touches the `jni` crate; it converts arguments and delegates.
 
+pub mod client;
+pub mod informer;
 pub mod jni;
+pub mod settings;
+pub mod snapshot;
 
 /// The library's version, with the target and profile it was built for,
 /// e.g. `spark-k8s-native 0.1.0 (x86_64-unknown-linux-gnu, release)`.

@@ -23,14 +23,9 @@ async fn watch_sees_every_change_of_a_pod_the_test_kubelet_drives() {
     let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
     let app = unique_app_id("watch");
     let name = kubelet::executor_pod_name(&app, 1);
-    let list = pods
-        .list(&ListParams::default().labels(&format!("spark-app-selector={app}")))
-        .await
-        .unwrap();
+    let list = pods.list(&ListParams::default().labels(&format!("spark-app-selector={app}"))).await.unwrap();
     let rv = list.metadata.resource_version.unwrap();
-    let params = WatchParams::default()
-        .labels(&format!("spark-app-selector={app}"))
-        .timeout(30);
+    let params = WatchParams::default().labels(&format!("spark-app-selector={app}")).timeout(30);
     let mut stream = pods.watch(&params, &rv).await.unwrap().boxed();
 
     kubelet::create_executor(&pods, &app, 1).await.unwrap();
@@ -58,16 +53,7 @@ async fn watch_sees_every_change_of_a_pod_the_test_kubelet_drives() {
         }
     }
     // The apiserver defaults a new pod's phase to Pending.
-    assert_eq!(
-        seen,
-        [
-            "added:Pending",
-            "modified:Pending",
-            "modified:Running",
-            "modified:Failed",
-            "deleted"
-        ]
-    );
+    assert_eq!(seen, ["added:Pending", "modified:Pending", "modified:Running", "modified:Failed", "deleted"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -77,9 +63,7 @@ async fn restricted_identity_is_forbidden_outside_its_namespace() {
     for identity in [Identity::Restricted, Identity::RestrictedClientCert] {
         let client = plane.client(identity, Route::Direct);
         let own: Api<Pod> = Api::namespaced(client.clone(), plane.namespace());
-        own.list(&ListParams::default())
-            .await
-            .unwrap_or_else(|e| panic!("{identity:?} in its namespace: {e}"));
+        own.list(&ListParams::default()).await.unwrap_or_else(|e| panic!("{identity:?} in its namespace: {e}"));
         let other: Api<Pod> = Api::namespaced(client, forbidden);
         match other.list(&ListParams::default()).await {
             Err(kube::Error::Api(status)) => {
@@ -91,27 +75,19 @@ async fn restricted_identity_is_forbidden_outside_its_namespace() {
         }
     }
     let admin: Api<Pod> = Api::namespaced(plane.admin(), forbidden);
-    admin
-        .list(&ListParams::default())
-        .await
-        .expect("admin lists everywhere");
+    admin.list(&ListParams::default()).await.expect("admin lists everywhere");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_from_a_compacted_resource_version_gets_410() {
     // Without the watch cache, watches are served by etcd, whose compaction is what 410 means.
-    let plane = LocalPlane::start_with(PlaneOptions {
-        watch_cache: false,
-        ..Default::default()
-    });
+    let plane = LocalPlane::start_with(PlaneOptions { watch_cache: false, ..Default::default() });
     let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
     let app = unique_app_id("gone");
     let created = kubelet::create_executor(&pods, &app, 1).await.unwrap();
     let old_rv = created.metadata.resource_version.unwrap();
     for p in [PodPhase::Running, PodPhase::Succeeded] {
-        kubelet::set_phase(&pods, &created.metadata.name.clone().unwrap(), p)
-            .await
-            .unwrap();
+        kubelet::set_phase(&pods, &created.metadata.name.clone().unwrap(), p).await.unwrap();
     }
     plane.compact_etcd();
 
@@ -133,16 +109,11 @@ async fn pods_survive_an_apiserver_restart() {
     let app = unique_app_id("restart");
     {
         let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
-        kubelet::create_executors(&pods, &app, 1..6, 5)
-            .await
-            .unwrap();
+        kubelet::create_executors(&pods, &app, 1..6, 5).await.unwrap();
     }
     plane.restart_apiserver();
     let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
-    let list = pods
-        .list(&ListParams::default().labels(&format!("spark-app-selector={app}")))
-        .await
-        .unwrap();
+    let list = pods.list(&ListParams::default().labels(&format!("spark-app-selector={app}"))).await.unwrap();
     assert_eq!(list.items.len(), 5);
 }
 
@@ -166,25 +137,11 @@ async fn garbage_collector_deletes_a_service_owned_by_a_deleted_pod() {
         "spec": {"selector": {"spark-app-selector": app}, "ports": [{"name": "p", "port": 7079}]},
     }))
     .unwrap();
-    services
-        .create(&PostParams::default(), &service)
-        .await
-        .unwrap();
-    kubelet::delete_pod(&pods, owner.metadata.name.as_deref().unwrap())
-        .await
-        .unwrap();
-    eventually(
-        "the garbage collector to delete the owned Service",
-        Duration::from_secs(60),
-        || async {
-            services
-                .get_opt(&svc_name)
-                .await
-                .unwrap()
-                .is_none()
-                .then_some(())
-        },
-    )
+    services.create(&PostParams::default(), &service).await.unwrap();
+    kubelet::delete_pod(&pods, owner.metadata.name.as_deref().unwrap()).await.unwrap();
+    eventually("the garbage collector to delete the owned Service", Duration::from_secs(60), || async {
+        services.get_opt(&svc_name).await.unwrap().is_none().then_some(())
+    })
     .await;
 }
 
@@ -195,39 +152,23 @@ async fn proxy_injects_429_black_hole_and_cut() {
     config.read_timeout = Some(Duration::from_secs(2));
     // kube retries 429 by itself (honouring Retry-After); this test wants to see it.
     config.default_retry = false;
-    let pods: Api<Pod> =
-        Api::namespaced(kube::Client::try_from(config).unwrap(), plane.namespace());
-    pods.list(&ListParams::default())
-        .await
-        .expect("through the proxy");
+    let pods: Api<Pod> = Api::namespaced(kube::Client::try_from(config).unwrap(), plane.namespace());
+    pods.list(&ListParams::default()).await.expect("through the proxy");
 
     plane.proxy_throttle(Duration::from_secs(30));
     match pods.list(&ListParams::default()).await {
         Err(kube::Error::Api(status)) => assert_eq!(status.code, 429),
-        other => panic!(
-            "expected 429, got {other:?}; proxy: {}",
-            plane.control("GET", "/proxy/stats")
-        ),
+        other => panic!("expected 429, got {other:?}; proxy: {}", plane.control("GET", "/proxy/stats")),
     }
     plane.proxy_normal();
 
     plane.proxy_blackhole(Duration::ZERO);
-    let held =
-        tokio::time::timeout(Duration::from_secs(5), pods.list(&ListParams::default())).await;
-    assert!(
-        !matches!(held, Ok(Ok(_))),
-        "a black-holed request must not succeed: {held:?}"
-    );
+    let held = tokio::time::timeout(Duration::from_secs(5), pods.list(&ListParams::default())).await;
+    assert!(!matches!(held, Ok(Ok(_))), "a black-holed request must not succeed: {held:?}");
     plane.proxy_normal();
-    pods.list(&ListParams::default())
-        .await
-        .expect("after the black hole");
+    pods.list(&ListParams::default()).await.expect("after the black hole");
 
-    let mut stream = pods
-        .watch(&WatchParams::default().timeout(60), "0")
-        .await
-        .unwrap()
-        .boxed();
+    let mut stream = pods.watch(&WatchParams::default().timeout(60), "0").await.unwrap().boxed();
     plane.proxy_cut();
     let ended = tokio::time::timeout(Duration::from_secs(10), async {
         loop {

@@ -12,6 +12,5 @@ pub extern "system" fn Java_org_sparkk8snative_NativeLibrary_version<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
 ) -> JString<'local> {
-    env.with_env(|env| env.new_string(crate::version()))
-        .resolve::<ThrowRuntimeExAndDefault>()
+    env.with_env(|env| env.new_string(crate::version())).resolve::<ThrowRuntimeExAndDefault>()
 }

@@ -49,8 +49,7 @@ pub fn executor_pod(app_id: &str, exec_id: u64) -> Pod {
 }
 
 pub async fn create_executor(pods: &Api<Pod>, app_id: &str, exec_id: u64) -> kube::Result<Pod> {
-    pods.create(&PostParams::default(), &executor_pod(app_id, exec_id))
-        .await
+    pods.create(&PostParams::default(), &executor_pod(app_id, exec_id)).await
 }
 
 /// Creates executors `ids` concurrently, at most `concurrency` requests at once.
@@ -81,11 +80,7 @@ pub enum PodPhase {
 pub fn status_for(phase: PodPhase) -> serde_json::Value {
     let now = "2026-01-01T00:00:00Z";
     let (phase_name, state, ready) = match phase {
-        PodPhase::Pending => (
-            "Pending",
-            json!({"waiting": {"reason": "ContainerCreating"}}),
-            false,
-        ),
+        PodPhase::Pending => ("Pending", json!({"waiting": {"reason": "ContainerCreating"}}), false),
         PodPhase::Running => ("Running", json!({"running": {"startedAt": now}}), true),
         PodPhase::Succeeded => (
             "Succeeded",
@@ -116,29 +111,16 @@ pub fn status_for(phase: PodPhase) -> serde_json::Value {
 
 /// Patches the pod's status as the kubelet would.
 pub async fn set_phase(pods: &Api<Pod>, name: &str, phase: PodPhase) -> kube::Result<Pod> {
-    pods.patch_status(
-        name,
-        &PatchParams::default(),
-        &Patch::Merge(status_for(phase)),
-    )
-    .await
+    pods.patch_status(name, &PatchParams::default(), &Patch::Merge(status_for(phase))).await
 }
 
 /// Deletes the pod at once (no kubelet: there is nothing to wait for).
 pub async fn delete_pod(pods: &Api<Pod>, name: &str) -> kube::Result<()> {
-    pods.delete(name, &DeleteParams::default().grace_period(0))
-        .await
-        .map(|_| ())
+    pods.delete(name, &DeleteParams::default().grace_period(0)).await.map(|_| ())
 }
 
 /// Sets or removes a label, as Spark does with `spark-exec-inactive`.
-pub async fn set_label(
-    pods: &Api<Pod>,
-    name: &str,
-    key: &str,
-    value: Option<&str>,
-) -> kube::Result<Pod> {
+pub async fn set_label(pods: &Api<Pod>, name: &str, key: &str, value: Option<&str>) -> kube::Result<Pod> {
     let patch = json!({"metadata": {"labels": {key: value}}});
-    pods.patch(name, &PatchParams::default(), &Patch::Merge(patch))
-        .await
+    pods.patch(name, &PatchParams::default(), &Patch::Merge(patch)).await
 }

@@ -30,10 +30,7 @@ pub struct PlaneOptions {
 
 impl Default for PlaneOptions {
     fn default() -> Self {
-        Self {
-            watch_cache: true,
-            min_request_timeout_secs: 1800,
-        }
+        Self { watch_cache: true, min_request_timeout_secs: 1800 }
     }
 }
 
@@ -71,10 +68,7 @@ impl LocalPlane {
     pub fn shared() -> &'static LocalPlane {
         static SHARED: OnceLock<LocalPlane> = OnceLock::new();
         SHARED.get_or_init(|| match std::env::var("LOCALPLANE_ENV_FILE") {
-            Ok(file) => LocalPlane {
-                env: read_env(Path::new(&file)),
-                child: None,
-            },
+            Ok(file) => LocalPlane { env: read_env(Path::new(&file)), child: None },
             Err(_) => LocalPlane::start_with(PlaneOptions::default()),
         })
     }
@@ -85,11 +79,7 @@ impl LocalPlane {
         let bin = bin_dir();
         let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("localplane");
         std::fs::create_dir_all(&root).unwrap();
-        let dir = root.join(format!(
-            "{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::SeqCst)
-        ));
+        let dir = root.join(format!("{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst)));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let log = std::fs::File::create(dir.with_extension("log")).unwrap();
@@ -99,10 +89,7 @@ impl LocalPlane {
             .arg(format!("--dir={}", dir.display()))
             .arg(format!("--bin={}", bin.display()))
             .arg(format!("--watch-cache={}", options.watch_cache))
-            .arg(format!(
-                "--min-request-timeout={}",
-                options.min_request_timeout_secs
-            ))
+            .arg(format!("--min-request-timeout={}", options.min_request_timeout_secs))
             .args(["--exit-with-parent", "--remove-dir-on-exit"])
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
@@ -115,28 +102,16 @@ impl LocalPlane {
                 let log = std::fs::read_to_string(dir.with_extension("log")).unwrap_or_default();
                 panic!("localplane exited ({status}) before it was ready:\n{log}");
             }
-            assert!(
-                began.elapsed() < Duration::from_secs(180),
-                "localplane not ready after 180s"
-            );
+            assert!(began.elapsed() < Duration::from_secs(180), "localplane not ready after 180s");
             std::thread::sleep(Duration::from_millis(100));
         }
-        eprintln!(
-            "[support] local plane up in {:.1}s at {}",
-            began.elapsed().as_secs_f64(),
-            dir.display()
-        );
-        LocalPlane {
-            env: read_env(&env_file),
-            child: Some(child),
-        }
+        eprintln!("[support] local plane up in {:.1}s at {}", began.elapsed().as_secs_f64(), dir.display());
+        LocalPlane { env: read_env(&env_file), child: Some(child) }
     }
 
     /// A `LOCALPLANE_*` value from `plane.env`.
     pub fn var(&self, key: &str) -> &str {
-        self.env
-            .get(key)
-            .unwrap_or_else(|| panic!("plane.env has no {key}"))
+        self.env.get(key).unwrap_or_else(|| panic!("plane.env has no {key}"))
     }
 
     pub fn apiserver_url(&self) -> &str {
@@ -163,23 +138,12 @@ impl LocalPlane {
         config.root_cert_file = Some(self.var("LOCALPLANE_CA_FILE").into());
         let token_file = |key: &str| Some(self.var(key).to_string());
         match identity {
-            Identity::Admin => {
-                config.auth_info.token_file = token_file("LOCALPLANE_ADMIN_TOKEN_FILE")
-            }
-            Identity::Restricted => {
-                config.auth_info.token_file = token_file("LOCALPLANE_RESTRICTED_TOKEN_FILE")
-            }
-            Identity::PodsOnly => {
-                config.auth_info.token_file = token_file("LOCALPLANE_PODS_ONLY_TOKEN_FILE")
-            }
+            Identity::Admin => config.auth_info.token_file = token_file("LOCALPLANE_ADMIN_TOKEN_FILE"),
+            Identity::Restricted => config.auth_info.token_file = token_file("LOCALPLANE_RESTRICTED_TOKEN_FILE"),
+            Identity::PodsOnly => config.auth_info.token_file = token_file("LOCALPLANE_PODS_ONLY_TOKEN_FILE"),
             Identity::RestrictedClientCert => {
-                assert_eq!(
-                    route,
-                    Route::Direct,
-                    "the proxy terminates TLS: client certificates cannot pass it"
-                );
-                config.auth_info.client_certificate =
-                    Some(self.var("LOCALPLANE_CLIENT_CERT_FILE").into());
+                assert_eq!(route, Route::Direct, "the proxy terminates TLS: client certificates cannot pass it");
+                config.auth_info.client_certificate = Some(self.var("LOCALPLANE_CLIENT_CERT_FILE").into());
                 config.auth_info.client_key = Some(self.var("LOCALPLANE_CLIENT_KEY_FILE").into());
             }
         }
@@ -197,23 +161,13 @@ impl LocalPlane {
 
     /// Calls the plane's control endpoint (see tests/localplane/control.go).
     pub fn control(&self, method: &str, path: &str) -> serde_json::Value {
-        let addr = self
-            .var("LOCALPLANE_CONTROL")
-            .trim_start_matches("http://")
-            .to_string();
+        let addr = self.var("LOCALPLANE_CONTROL").trim_start_matches("http://").to_string();
         let mut stream = TcpStream::connect(&addr).expect("connect to localplane control");
-        write!(
-            stream,
-            "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: 0\r\n\r\n"
-        )
-        .unwrap();
+        write!(stream, "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: 0\r\n\r\n").unwrap();
         let mut response = String::new();
         stream.read_to_string(&mut response).unwrap();
         let (head, body) = response.split_once("\r\n\r\n").expect("HTTP response");
-        assert!(
-            head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
-            "{method} {path}: {response}"
-        );
+        assert!(head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"), "{method} {path}: {response}");
         serde_json::from_str(body).unwrap_or(serde_json::Value::Null)
     }
 
@@ -224,9 +178,7 @@ impl LocalPlane {
 
     /// Compacts etcd to its current revision; returns that revision.
     pub fn compact_etcd(&self) -> i64 {
-        self.control("POST", "/etcd/compact")["revision"]
-            .as_i64()
-            .unwrap()
+        self.control("POST", "/etcd/compact")["revision"].as_i64().unwrap()
     }
 
     pub fn proxy_cut(&self) {
@@ -235,18 +187,12 @@ impl LocalPlane {
 
     /// Holds all proxied traffic for `d` (zero: until [`Self::proxy_normal`]).
     pub fn proxy_blackhole(&self, d: Duration) {
-        self.control(
-            "POST",
-            &format!("/proxy/blackhole?seconds={}", d.as_secs_f64()),
-        );
+        self.control("POST", &format!("/proxy/blackhole?seconds={}", d.as_secs_f64()));
     }
 
     /// Answers 429 to every proxied request for `d`.
     pub fn proxy_throttle(&self, d: Duration) {
-        self.control(
-            "POST",
-            &format!("/proxy/throttle?seconds={}", d.as_secs_f64()),
-        );
+        self.control("POST", &format!("/proxy/throttle?seconds={}", d.as_secs_f64()));
     }
 
     pub fn proxy_delay(&self, d: Duration) {
@@ -291,11 +237,7 @@ pub fn bin_dir() -> PathBuf {
             return PathBuf::from(dir);
         }
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/localplane-build.sh");
-        let out = Command::new("bash")
-            .arg(&script)
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("run localplane-build.sh");
+        let out = Command::new("bash").arg(&script).stderr(Stdio::inherit()).output().expect("run localplane-build.sh");
         assert!(out.status.success(), "{} failed", script.display());
         PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
     })
@@ -305,16 +247,8 @@ pub fn bin_dir() -> PathBuf {
 /// An app id unique to this test run, shaped like Spark's (`spark-<hex>`).
 pub fn unique_app_id(tag: &str) -> String {
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "spark-{tag}-{:x}{:x}{}",
-        std::process::id(),
-        nanos,
-        COUNTER.fetch_add(1, Ordering::SeqCst)
-    )
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("spark-{tag}-{:x}{:x}{}", std::process::id(), nanos, COUNTER.fetch_add(1, Ordering::SeqCst))
 }
 
 /// Polls `check` until it returns `Some`, or panics after `timeout` naming `what`.
@@ -328,10 +262,7 @@ where
         if let Some(v) = check().await {
             return v;
         }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

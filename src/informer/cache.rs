@@ -1,0 +1,192 @@
+//! The local cache of this app's executor pods: what the lister snapshots and
+//! what a relist is compared against.
+//!
+//! During a (re)list the old contents keep serving; the listed pods are
+//! gathered aside and swapped in when the list completes, and the difference
+//! becomes changes for Spark, so that nothing that happened while the watch
+//! was broken is lost.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::snapshot::{self, CachedPod, PodChange};
+
+#[derive(Debug, Default)]
+pub struct ExecutorPodCache {
+    live: HashMap<String, Arc<CachedPod>>,
+    /// Pods of the list in progress, if any.
+    listing: Option<HashMap<String, Arc<CachedPod>>>,
+    last_generation: u64,
+    lists_completed: u64,
+}
+
+impl ExecutorPodCache {
+    /// A (re)list begins.
+    pub fn begin_list(&mut self) {
+        self.listing = Some(HashMap::new());
+    }
+
+    /// One pod of the list in progress.
+    pub fn list_item(&mut self, pod: Pod) {
+        let entry = self.entry_for(pod);
+        self.listing.get_or_insert_with(HashMap::new).insert(entry.name.clone(), entry);
+    }
+
+    /// The list completed: it replaces the cache. Returns what changed, except
+    /// after the very first list (the lister's first snapshot carries that).
+    pub fn complete_list(&mut self) -> Vec<PodChange> {
+        let listed = self.listing.take().unwrap_or_default();
+        let first = self.lists_completed == 0;
+        self.lists_completed += 1;
+        let mut changes = Vec::new();
+        if !first {
+            let gone: Vec<Arc<CachedPod>> =
+                self.live.iter().filter(|(name, _)| !listed.contains_key(*name)).map(|(_, p)| p.clone()).collect();
+            for old in gone {
+                let deleted = snapshot::deleted_pod(snapshot::decode_pod(&old.json), self.next_generation());
+                changes.push(PodChange::Deleted(Arc::new(deleted)));
+            }
+            for (name, new) in &listed {
+                if self.live.get(name).is_none_or(|old| old.generation != new.generation) {
+                    changes.push(PodChange::Applied(new.clone()));
+                }
+            }
+        }
+        self.live = listed;
+        changes
+    }
+
+    /// A watch event added or modified a pod. `None` if the cache already
+    /// holds exactly this version (a replayed event).
+    pub fn apply(&mut self, pod: Pod) -> Option<PodChange> {
+        let entry = self.entry_for(pod);
+        if self.live.get(&entry.name).is_some_and(|old| Arc::ptr_eq(old, &entry)) {
+            return None;
+        }
+        self.live.insert(entry.name.clone(), entry.clone());
+        Some(PodChange::Applied(entry))
+    }
+
+    /// A watch event deleted a pod (or it left the label selector).
+    pub fn delete(&mut self, pod: Pod) -> PodChange {
+        let gone = Arc::new(snapshot::deleted_pod(pod, self.next_generation()));
+        self.live.remove(&gone.name);
+        PodChange::Deleted(gone)
+    }
+
+    /// Every cached pod, in no particular order.
+    pub fn snapshot(&self) -> Vec<Arc<CachedPod>> {
+        self.live.values().cloned().collect()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<CachedPod>> {
+        self.live.get(name)
+    }
+
+    pub fn len(&self) -> usize {
+        self.live.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.live.is_empty()
+    }
+
+    /// Bytes of encoded pods held (the bulk of the cache's memory).
+    pub fn json_bytes(&self) -> usize {
+        self.live.values().map(|p| p.json.len()).sum()
+    }
+
+    /// The entry for `pod`: the cached one if it is the same version of the
+    /// same pod (keeping its generation), else a new one.
+    fn entry_for(&mut self, pod: Pod) -> Arc<CachedPod> {
+        let meta = &pod.metadata;
+        if let (Some(name), Some(uid), Some(rv)) = (&meta.name, &meta.uid, &meta.resource_version) {
+            if let Some(old) = self.live.get(name).filter(|old| &old.uid == uid && &old.resource_version == rv) {
+                return old.clone();
+            }
+        }
+        let generation = self.next_generation();
+        Arc::new(snapshot::cached_pod(pod, generation))
+    }
+
+    fn next_generation(&mut self) -> u64 {
+        self.last_generation += 1;
+        self.last_generation
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(name: &str, rv: &str, phase: &str) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "uid": format!("uid-{name}"), "resourceVersion": rv},
+            "status": {"phase": phase},
+        }))
+        .unwrap()
+    }
+
+    fn names(changes: &[PodChange]) -> Vec<String> {
+        let mut v: Vec<_> = changes
+            .iter()
+            .map(|c| match c {
+                PodChange::Applied(p) => format!("+{}@{}", p.name, p.resource_version),
+                PodChange::Deleted(p) => format!("-{}", p.name),
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn listed(cache: &mut ExecutorPodCache, pods: Vec<Pod>) -> Vec<PodChange> {
+        cache.begin_list();
+        for p in pods {
+            cache.list_item(p);
+        }
+        cache.complete_list()
+    }
+
+    #[test]
+    fn first_list_fills_the_cache_without_changes() {
+        let mut cache = ExecutorPodCache::default();
+        assert!(listed(&mut cache, vec![pod("a", "1", "Running"), pod("b", "2", "Pending")]).is_empty());
+        assert_eq!(cache.len(), 2);
+    }
+
+    #[test]
+    fn relist_keeps_serving_the_old_cache_then_yields_the_difference() {
+        let mut cache = ExecutorPodCache::default();
+        listed(&mut cache, vec![pod("a", "1", "Running"), pod("b", "2", "Running"), pod("c", "3", "Running")]);
+        let gen_a = cache.get("a").unwrap().generation;
+        cache.begin_list();
+        cache.list_item(pod("a", "1", "Running"));
+        cache.list_item(pod("b", "5", "Failed"));
+        cache.list_item(pod("d", "6", "Pending"));
+        // Still the old contents until the list completes.
+        assert_eq!(cache.len(), 3);
+        assert!(cache.get("c").is_some());
+        let changes = cache.complete_list();
+        assert_eq!(names(&changes), ["+b@5", "+d@6", "-c"]);
+        assert_eq!(cache.get("a").unwrap().generation, gen_a, "an unchanged pod keeps its generation");
+        let deleted = changes.iter().find(|c| matches!(c, PodChange::Deleted(_))).unwrap();
+        assert!(snapshot::decode_pod(&deleted.pod().json).metadata.deletion_timestamp.is_some());
+    }
+
+    #[test]
+    fn watch_events_update_and_replays_are_dropped() {
+        let mut cache = ExecutorPodCache::default();
+        listed(&mut cache, vec![]);
+        let first = cache.apply(pod("a", "1", "Pending")).unwrap();
+        assert!(cache.apply(pod("a", "1", "Pending")).is_none(), "same version again");
+        let second = cache.apply(pod("a", "2", "Running")).unwrap();
+        assert!(second.pod().generation > first.pod().generation);
+        let gone = cache.delete(pod("a", "3", "Running"));
+        assert!(matches!(gone, PodChange::Deleted(_)));
+        assert!(gone.pod().generation > second.pod().generation);
+        assert!(cache.is_empty());
+    }
+}

@@ -1,0 +1,214 @@
+//! The queue of pod changes between the informer (producer, a tokio task) and
+//! the JVM (consumer, a Java thread blocked in `take`).
+//!
+//! Changes coalesce per pod: while a pod's change waits, a newer one replaces
+//! it in place (latest state wins). So the queue never holds more entries than
+//! there are pods, a slow consumer costs no memory growth, and the last state
+//! of every pod is always delivered.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::snapshot::PodChange;
+
+/// The queue was closed (the informer stopped) and is empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the informer is stopped")]
+pub struct QueueClosed;
+
+#[derive(Default)]
+pub struct PodChangeQueue {
+    state: Mutex<QueueState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct QueueState {
+    order: VecDeque<String>,
+    pending: HashMap<String, PodChange>,
+    /// resourceVersion last handed to the consumer, per live pod (resync dedup).
+    delivered: HashMap<String, String>,
+    coalesced: u64,
+    closed: bool,
+}
+
+impl PodChangeQueue {
+    pub fn push(&self, change: PodChange) {
+        let mut state = self.state.lock();
+        if state.closed {
+            return;
+        }
+        let name = change.pod().name.clone();
+        match state.pending.insert(name.clone(), change) {
+            Some(_) => state.coalesced += 1,
+            None => state.order.push_back(name),
+        }
+        drop(state);
+        self.changed.notify_one();
+    }
+
+    /// Takes up to `max` changes, oldest first, waiting up to `timeout` for the
+    /// first. An empty batch means the timeout passed.
+    pub fn take(&self, max: usize, timeout: Duration) -> Result<Vec<PodChange>, QueueClosed> {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.state.lock();
+        while state.order.is_empty() {
+            if state.closed {
+                return Err(QueueClosed);
+            }
+            if self.changed.wait_until(&mut state, deadline).timed_out() {
+                break;
+            }
+        }
+        let n = state.order.len().min(max.max(1));
+        let mut batch = Vec::with_capacity(n);
+        for _ in 0..n {
+            let name = state.order.pop_front().expect("n <= len");
+            let change = state.pending.remove(&name).expect("every queued name has a change");
+            match &change {
+                PodChange::Applied(p) => state.delivered.insert(name, p.resource_version.clone()),
+                PodChange::Deleted(_) => state.delivered.remove(&name),
+            };
+            batch.push(change);
+        }
+        Ok(batch)
+    }
+
+    /// Whether this version of the pod was handed to the consumer last.
+    pub fn was_delivered(&self, name: &str, resource_version: &str) -> bool {
+        self.state.lock().delivered.get(name).is_some_and(|rv| rv == resource_version)
+    }
+
+    /// Wakes every waiting consumer; later pushes are dropped.
+    pub fn close(&self) {
+        self.state.lock().closed = true;
+        self.changed.notify_all();
+    }
+
+    /// Changes waiting.
+    pub fn len(&self) -> usize {
+        self.state.lock().order.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Changes replaced by a newer change of the same pod before delivery.
+    pub fn coalesced(&self) -> u64 {
+        self.state.lock().coalesced
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::CachedPod;
+    use std::sync::Arc;
+
+    fn change(name: &str, rv: &str, deleted: bool) -> PodChange {
+        let pod = Arc::new(CachedPod {
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            resource_version: rv.into(),
+            generation: rv.parse().unwrap(),
+            exec_id: None,
+            json: Arc::from(&b"{}"[..]),
+        });
+        if deleted {
+            PodChange::Deleted(pod)
+        } else {
+            PodChange::Applied(pod)
+        }
+    }
+
+    fn rvs(batch: &[PodChange]) -> Vec<String> {
+        batch.iter().map(|c| format!("{}@{}", c.pod().name, c.pod().resource_version)).collect()
+    }
+
+    #[test]
+    fn changes_of_one_pod_coalesce_in_place_latest_wins() {
+        let q = PodChangeQueue::default();
+        q.push(change("a", "1", false));
+        q.push(change("b", "2", false));
+        q.push(change("a", "3", false));
+        q.push(change("a", "4", true));
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.coalesced(), 2);
+        let batch = q.take(10, Duration::ZERO).unwrap();
+        assert_eq!(rvs(&batch), ["a@4", "b@2"]);
+        assert!(matches!(batch[0], PodChange::Deleted(_)));
+    }
+
+    #[test]
+    fn memory_stays_bounded_by_the_number_of_pods() {
+        let q = PodChangeQueue::default();
+        for rv in 1..=10_000 {
+            q.push(change(&format!("p{}", rv % 50), &rv.to_string(), false));
+        }
+        assert_eq!(q.len(), 50);
+        let batch = q.take(1000, Duration::ZERO).unwrap();
+        assert_eq!(batch.len(), 50);
+        assert!(batch.iter().all(|c| c.pod().generation > 10_000 - 50), "only the last state of each pod");
+    }
+
+    #[test]
+    fn take_respects_max_and_order() {
+        let q = PodChangeQueue::default();
+        for (i, name) in ["a", "b", "c"].iter().enumerate() {
+            q.push(change(name, &(i + 1).to_string(), false));
+        }
+        assert_eq!(rvs(&q.take(2, Duration::ZERO).unwrap()), ["a@1", "b@2"]);
+        assert_eq!(rvs(&q.take(2, Duration::ZERO).unwrap()), ["c@3"]);
+    }
+
+    #[test]
+    fn take_times_out_with_an_empty_batch_and_wakes_on_push() {
+        let q = Arc::new(PodChangeQueue::default());
+        let began = Instant::now();
+        assert!(q.take(1, Duration::from_millis(50)).unwrap().is_empty());
+        assert!(began.elapsed() >= Duration::from_millis(50));
+        let producer = {
+            let q = q.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                q.push(change("a", "1", false));
+            })
+        };
+        let batch = q.take(1, Duration::from_secs(10)).unwrap();
+        assert_eq!(rvs(&batch), ["a@1"]);
+        producer.join().unwrap();
+    }
+
+    #[test]
+    fn close_wakes_a_blocked_consumer_promptly() {
+        let q = Arc::new(PodChangeQueue::default());
+        let consumer = {
+            let q = q.clone();
+            std::thread::spawn(move || {
+                let began = Instant::now();
+                (q.take(1, Duration::from_secs(30)), began.elapsed())
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        q.close();
+        let (result, waited) = consumer.join().unwrap();
+        assert_eq!(result, Err(QueueClosed));
+        assert!(waited < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn delivered_versions_are_remembered_for_resync() {
+        let q = PodChangeQueue::default();
+        q.push(change("a", "1", false));
+        assert!(!q.was_delivered("a", "1"));
+        q.take(10, Duration::ZERO).unwrap();
+        assert!(q.was_delivered("a", "1"));
+        assert!(!q.was_delivered("a", "2"));
+        q.push(change("a", "2", true));
+        q.take(10, Duration::ZERO).unwrap();
+        assert!(!q.was_delivered("a", "2"));
+    }
+}

@@ -1,0 +1,295 @@
+//! The informer's health and sync state: a pure state machine, fed with what
+//! the watcher and the wire show, and read by the lister to decide whether a
+//! full snapshot may be handed to Spark.
+//!
+//! Why the lister cares: Spark removes every executor it knows that is absent
+//! from a *full* snapshot once it has been registered longer than
+//! `missingPodDetectDelta`. A snapshot from a cache that never synced (empty)
+//! or that stopped following the apiserver (stale) would remove healthy
+//! executors. So the lister is ready only when the cache has synced once and
+//! the apiserver has shown a sign of life within the stale bound.
+
+use std::time::{Duration, Instant, SystemTime};
+
+/// The informer's state, as an operator reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SyncState {
+    /// Started; the first list has not completed yet (no error so far).
+    Starting,
+    /// The cache follows the apiserver: listed once, watch healthy.
+    Synced,
+    /// Something is failing; the informer keeps retrying with backoff.
+    Degraded {
+        /// When the current run of failures began (wall clock, for operators).
+        since: SystemTime,
+        last_error: String,
+        consecutive_failures: u32,
+    },
+    /// Stopped for good.
+    Stopped,
+}
+
+impl SyncState {
+    /// A short name: `Starting`, `Synced`, `Degraded`, `Stopped`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SyncState::Starting => "Starting",
+            SyncState::Synced => "Synced",
+            SyncState::Degraded { .. } => "Degraded",
+            SyncState::Stopped => "Stopped",
+        }
+    }
+}
+
+/// Something the informer saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observation {
+    /// A (re)list began.
+    ListStarted,
+    /// A (re)list completed: the cache now holds the apiserver's state.
+    ListCompleted,
+    /// A watch event was applied to the cache.
+    EventApplied,
+    /// A request or the watch failed.
+    Failed(String),
+    /// The apiserver sent part of a successful response at this instant.
+    Alive(Instant),
+    /// The informer was stopped.
+    Stopped,
+}
+
+/// Why the lister may not produce a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotReady {
+    /// The first list has not completed.
+    NeverSynced,
+    /// No sign of life from the apiserver for `silent_for` (> the stale bound).
+    Stale {
+        silent_for: Duration,
+    },
+    Stopped,
+}
+
+impl std::fmt::Display for NotReady {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotReady::NeverSynced => write!(f, "the informer has not completed its first list"),
+            NotReady::Stale { silent_for } => {
+                write!(f, "the cache may be stale: no response from the apiserver for {:.1}s", silent_for.as_secs_f64())
+            }
+            NotReady::Stopped => write!(f, "the informer is stopped"),
+        }
+    }
+}
+
+/// The state machine.
+#[derive(Debug, Clone)]
+pub struct Health {
+    state: SyncState,
+    has_synced: bool,
+    last_alive: Option<Instant>,
+    errors: u64,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Self { state: SyncState::Starting, has_synced: false, last_alive: None, errors: 0 }
+    }
+}
+
+impl Health {
+    pub fn state(&self) -> &SyncState {
+        &self.state
+    }
+
+    pub fn has_synced(&self) -> bool {
+        self.has_synced
+    }
+
+    /// Errors seen since start.
+    pub fn errors(&self) -> u64 {
+        self.errors
+    }
+
+    pub fn last_alive(&self) -> Option<Instant> {
+        self.last_alive
+    }
+
+    /// Applies one observation made at `now`.
+    pub fn step(&mut self, observation: Observation, now: Instant) {
+        if self.state == SyncState::Stopped {
+            return;
+        }
+        match observation {
+            Observation::ListStarted => {}
+            Observation::ListCompleted => {
+                self.has_synced = true;
+                self.alive(now);
+                self.state = SyncState::Synced;
+            }
+            Observation::EventApplied => {
+                self.alive(now);
+                self.recover();
+            }
+            Observation::Alive(at) => {
+                self.alive(at);
+                self.recover();
+            }
+            Observation::Failed(error) => {
+                self.errors += 1;
+                self.state = match std::mem::replace(&mut self.state, SyncState::Starting) {
+                    SyncState::Degraded { since, consecutive_failures, .. } => {
+                        SyncState::Degraded { since, last_error: error, consecutive_failures: consecutive_failures + 1 }
+                    }
+                    _ => SyncState::Degraded { since: SystemTime::now(), last_error: error, consecutive_failures: 1 },
+                };
+            }
+            Observation::Stopped => self.state = SyncState::Stopped,
+        }
+    }
+
+    /// Marks the informer degraded if the apiserver has been silent for longer
+    /// than `stale_bound` (a black-holed connection shows no error for a while).
+    pub fn check_silence(&mut self, now: Instant, stale_bound: Duration) {
+        if let Err(NotReady::Stale { silent_for }) = self.readiness(now, stale_bound) {
+            if self.state == SyncState::Synced {
+                self.step(
+                    Observation::Failed(format!(
+                        "no response from the apiserver for {:.1}s (stale bound {:.1}s)",
+                        silent_for.as_secs_f64(),
+                        stale_bound.as_secs_f64()
+                    )),
+                    now,
+                );
+            }
+        }
+    }
+
+    /// Whether the lister may hand a full snapshot to Spark now.
+    pub fn readiness(&self, now: Instant, stale_bound: Duration) -> Result<(), NotReady> {
+        if self.state == SyncState::Stopped {
+            return Err(NotReady::Stopped);
+        }
+        if !self.has_synced {
+            return Err(NotReady::NeverSynced);
+        }
+        let silent_for = self.last_alive.map_or(Duration::MAX, |t| now.saturating_duration_since(t));
+        if silent_for > stale_bound {
+            return Err(NotReady::Stale { silent_for });
+        }
+        Ok(())
+    }
+
+    fn alive(&mut self, at: Instant) {
+        if self.last_alive.is_none_or(|t| at > t) {
+            self.last_alive = Some(at);
+        }
+    }
+
+    /// Success after failures: back to Synced, or to Starting before the first list.
+    fn recover(&mut self) {
+        if matches!(self.state, SyncState::Degraded { .. }) {
+            self.state = if self.has_synced { SyncState::Synced } else { SyncState::Starting };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOUND: Duration = Duration::from_secs(15);
+
+    fn secs(t0: Instant, s: u64) -> Instant {
+        t0 + Duration::from_secs(s)
+    }
+
+    #[test]
+    fn unsynced_cache_is_never_ready() {
+        let t0 = Instant::now();
+        let mut h = Health::default();
+        assert_eq!(h.readiness(t0, BOUND), Err(NotReady::NeverSynced));
+        // Signs of life and events do not make an unlisted cache complete.
+        h.step(Observation::Alive(t0), t0);
+        h.step(Observation::EventApplied, t0);
+        assert_eq!(h.readiness(t0, BOUND), Err(NotReady::NeverSynced));
+        assert_eq!(h.state(), &SyncState::Starting);
+        h.step(Observation::ListCompleted, t0);
+        assert_eq!(h.readiness(t0, BOUND), Ok(()));
+        assert_eq!(h.state(), &SyncState::Synced);
+    }
+
+    #[test]
+    fn errors_before_the_first_list_degrade_and_count() {
+        let t0 = Instant::now();
+        let mut h = Health::default();
+        h.step(Observation::Failed("connection refused".into()), t0);
+        h.step(Observation::Failed("connection refused again".into()), secs(t0, 1));
+        match h.state() {
+            SyncState::Degraded { last_error, consecutive_failures, .. } => {
+                assert_eq!(last_error, "connection refused again");
+                assert_eq!(*consecutive_failures, 2);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(h.errors(), 2);
+        assert_eq!(h.readiness(secs(t0, 1), BOUND), Err(NotReady::NeverSynced));
+        h.step(Observation::Alive(secs(t0, 2)), secs(t0, 2));
+        assert_eq!(h.state(), &SyncState::Starting);
+        h.step(Observation::ListCompleted, secs(t0, 3));
+        assert_eq!(h.state(), &SyncState::Synced);
+    }
+
+    #[test]
+    fn a_silent_apiserver_makes_the_cache_stale_then_recovers() {
+        let t0 = Instant::now();
+        let mut h = Health::default();
+        h.step(Observation::ListCompleted, t0);
+        h.check_silence(secs(t0, 10), BOUND);
+        assert_eq!(h.state(), &SyncState::Synced);
+        assert_eq!(h.readiness(secs(t0, 15), BOUND), Ok(()));
+        h.check_silence(secs(t0, 16), BOUND);
+        assert_eq!(h.state().name(), "Degraded");
+        assert_eq!(h.readiness(secs(t0, 16), BOUND), Err(NotReady::Stale { silent_for: Duration::from_secs(16) }));
+        // Checking again does not count the same silence twice.
+        h.check_silence(secs(t0, 17), BOUND);
+        assert_eq!(h.errors(), 1);
+        h.step(Observation::Alive(secs(t0, 20)), secs(t0, 20));
+        assert_eq!(h.state(), &SyncState::Synced);
+        assert_eq!(h.readiness(secs(t0, 20), BOUND), Ok(()));
+    }
+
+    #[test]
+    fn a_relist_after_410_keeps_the_old_cache_ready_while_the_apiserver_answers() {
+        let t0 = Instant::now();
+        let mut h = Health::default();
+        h.step(Observation::ListCompleted, t0);
+        h.step(Observation::Failed("410 Gone".into()), secs(t0, 5));
+        h.step(Observation::ListStarted, secs(t0, 5));
+        h.step(Observation::Alive(secs(t0, 6)), secs(t0, 6));
+        assert_eq!(h.readiness(secs(t0, 6), BOUND), Ok(()));
+        h.step(Observation::ListCompleted, secs(t0, 7));
+        assert_eq!(h.state(), &SyncState::Synced);
+    }
+
+    #[test]
+    fn a_late_sign_of_life_never_moves_time_backwards() {
+        let t0 = Instant::now();
+        let mut h = Health::default();
+        h.step(Observation::ListCompleted, secs(t0, 10));
+        h.step(Observation::Alive(secs(t0, 2)), secs(t0, 11));
+        assert_eq!(h.last_alive(), Some(secs(t0, 10)));
+    }
+
+    #[test]
+    fn stopped_is_final() {
+        let t0 = Instant::now();
+        let mut h = Health::default();
+        h.step(Observation::ListCompleted, t0);
+        h.step(Observation::Stopped, t0);
+        h.step(Observation::ListCompleted, t0);
+        h.step(Observation::Failed("late".into()), t0);
+        assert_eq!(h.state(), &SyncState::Stopped);
+        assert_eq!(h.readiness(t0, BOUND), Err(NotReady::Stopped));
+    }
+}

@@ -1,0 +1,581 @@
+//! Spark configuration keys -> validated settings.
+//!
+//! The JNI layer passes `SparkConf` entries as they are (a flat map of
+//! strings); this module is the one place that knows what each key means, its
+//! default, and how it is written. Every error names the key and the value.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Spark's keys (Config.scala of the kubernetes module, and the informer pull
+/// request SPARK-33737), and ours under `spark.kubernetes.native.`.
+pub mod keys {
+    pub const MASTER: &str = "spark.master";
+    pub const DRIVER_MASTER: &str = "spark.kubernetes.driver.master";
+    pub const SUBMIT_IN_DRIVER: &str = "spark.kubernetes.submitInDriver";
+    pub const NAMESPACE: &str = "spark.kubernetes.namespace";
+    pub const CONTEXT: &str = "spark.kubernetes.context";
+    pub const TRUST_CERTIFICATES: &str = "spark.kubernetes.trust.certificates";
+    pub const REQUEST_TIMEOUT: &str = "spark.kubernetes.driver.requestTimeout";
+    pub const CONNECTION_TIMEOUT: &str = "spark.kubernetes.driver.connectionTimeout";
+    /// Auth key prefix in client mode (`spark.kubernetes.authenticate.<name>`).
+    pub const CLIENT_MODE_AUTH_PREFIX: &str = "spark.kubernetes.authenticate";
+    /// Auth key prefix in cluster mode, for files mounted in the driver pod.
+    pub const CLUSTER_MODE_AUTH_PREFIX: &str = "spark.kubernetes.authenticate.driver.mounted";
+    pub const OAUTH_TOKEN: &str = "oauthToken";
+    pub const OAUTH_TOKEN_FILE: &str = "oauthTokenFile";
+    pub const CA_CERT_FILE: &str = "caCertFile";
+    pub const CLIENT_KEY_FILE: &str = "clientKeyFile";
+    pub const CLIENT_CERT_FILE: &str = "clientCertFile";
+
+    pub const ENABLE_INFORMER: &str = "spark.kubernetes.executor.enableInformer";
+    pub const LISTER_POLLING_INTERVAL: &str = "spark.kubernetes.executor.listerPollingInterval";
+    pub const INFORMER_RESYNC_INTERVAL: &str = "spark.kubernetes.executor.informerResyncInterval";
+    pub const MISSING_POD_DETECT_DELTA: &str = "spark.kubernetes.executor.missingPodDetectDelta";
+
+    pub const STALE_BOUND: &str = "spark.kubernetes.native.lister.staleBound";
+    pub const INITIAL_LIST: &str = "spark.kubernetes.native.informer.initialList";
+    pub const PAGE_SIZE: &str = "spark.kubernetes.native.informer.pageSize";
+    pub const WATCH_TIMEOUT: &str = "spark.kubernetes.native.informer.watchTimeout";
+    pub const INITIAL_LIST_TIMEOUT: &str = "spark.kubernetes.native.informer.initialListTimeout";
+
+    /// Every key of ours, for the typo check.
+    pub const NATIVE_KEYS: &[&str] = &[STALE_BOUND, INITIAL_LIST, PAGE_SIZE, WATCH_TIMEOUT, INITIAL_LIST_TIMEOUT];
+}
+
+/// A key whose value is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}={value:?}: {reason}")]
+pub struct SettingsError {
+    pub key: String,
+    pub value: String,
+    pub reason: String,
+}
+
+impl SettingsError {
+    pub fn new(key: &str, value: &str, reason: impl Into<String>) -> Self {
+        Self { key: key.to_string(), value: value.to_string(), reason: reason.into() }
+    }
+}
+
+/// How the informer does its initial list (and every relist after 410 Gone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InitialList {
+    /// A streaming list (`sendInitialEvents`) when the server supports it,
+    /// else a list served from the watch cache.
+    Auto,
+    /// Always a streaming list (WatchList, Kubernetes 1.34+ by default).
+    Streaming,
+    /// `resourceVersion=0`: served from the apiserver's watch cache, unpaginated
+    /// (the cache ignores limits), as client-go's reflector does.
+    WatchCache,
+    /// A quorum read from etcd, paginated by `pageSize`.
+    Consistent,
+}
+
+/// Credentials and trust, as Spark's client factory takes them.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct AuthSettings {
+    pub oauth_token: Option<String>,
+    pub oauth_token_file: Option<PathBuf>,
+    pub ca_cert_file: Option<PathBuf>,
+    pub client_key_file: Option<PathBuf>,
+    pub client_cert_file: Option<PathBuf>,
+}
+
+// Never print the token.
+impl std::fmt::Debug for AuthSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthSettings")
+            .field("oauth_token", &self.oauth_token.as_ref().map(|_| "<redacted>"))
+            .field("oauth_token_file", &self.oauth_token_file)
+            .field("ca_cert_file", &self.ca_cert_file)
+            .field("client_key_file", &self.client_key_file)
+            .field("client_cert_file", &self.client_cert_file)
+            .finish()
+    }
+}
+
+/// Where the apiserver is and how to talk to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientSettings {
+    /// `spark.kubernetes.submitInDriver`: the driver runs in a pod (cluster mode).
+    pub cluster_mode: bool,
+    /// `spark.master` minus `k8s://` in client mode; `spark.kubernetes.driver.master` in cluster mode.
+    pub master_url: String,
+    pub namespace: String,
+    /// kubeconfig context to start from (`spark.kubernetes.context`).
+    pub context: Option<String>,
+    pub auth: AuthSettings,
+    pub trust_certificates: bool,
+    pub request_timeout: Duration,
+    pub connection_timeout: Duration,
+}
+
+/// How the informer and the lister behave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InformerSettings {
+    pub enable_informer: bool,
+    pub lister_polling_interval: Duration,
+    /// Zero: no resync.
+    pub informer_resync_interval: Duration,
+    pub missing_pod_detect_delta: Duration,
+    /// The lister is not ready when the watch has shown no sign of life for longer.
+    pub stale_bound: Duration,
+    /// Server-side timeout of each watch request; a healthy watch shows a sign
+    /// of life (bookmark or reconnect) at least this often.
+    pub watch_timeout: Duration,
+    pub initial_list: InitialList,
+    pub page_size: u32,
+    pub initial_list_timeout: Duration,
+}
+
+/// Everything the native side reads from `SparkConf`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    pub client: ClientSettings,
+    pub informer: InformerSettings,
+    /// Keys under `spark.kubernetes.native.` that are not ours, with the key they probably meant.
+    pub unknown_keys: Vec<(String, Option<&'static str>)>,
+}
+
+const DEFAULT_DRIVER_MASTER: &str = "https://kubernetes.default.svc";
+
+impl Settings {
+    /// Parses Spark's keys. Keys not listed here are ignored (SparkConf holds many).
+    pub fn from_spark_conf(conf: &HashMap<String, String>) -> Result<Settings, SettingsError> {
+        let conf = Conf(conf);
+        let cluster_mode = conf.bool(keys::SUBMIT_IN_DRIVER, false)?;
+        let (master_url, auth_prefix) = if cluster_mode {
+            let url = conf.get(keys::DRIVER_MASTER).unwrap_or(DEFAULT_DRIVER_MASTER);
+            (validate_url(keys::DRIVER_MASTER, url)?, keys::CLUSTER_MODE_AUTH_PREFIX)
+        } else {
+            let master = conf.get(keys::MASTER).ok_or_else(|| {
+                SettingsError::new(keys::MASTER, "", "required: the k8s://https://host:port master URL")
+            })?;
+            let url = master.strip_prefix("k8s://").ok_or_else(|| {
+                SettingsError::new(keys::MASTER, master, "must start with k8s:// (e.g. k8s://https://host:6443)")
+            })?;
+            // Spark accepts k8s://host:port and means https.
+            let url = if url.contains("://") { url.to_string() } else { format!("https://{url}") };
+            (validate_url(keys::MASTER, &url)?, keys::CLIENT_MODE_AUTH_PREFIX)
+        };
+        let auth_key = |name: &str| format!("{auth_prefix}.{name}");
+        let auth = AuthSettings {
+            oauth_token: conf.non_empty(&auth_key(keys::OAUTH_TOKEN))?.map(str::to_string),
+            oauth_token_file: conf.file(&auth_key(keys::OAUTH_TOKEN_FILE))?,
+            ca_cert_file: conf.file(&auth_key(keys::CA_CERT_FILE))?,
+            client_key_file: conf.file(&auth_key(keys::CLIENT_KEY_FILE))?,
+            client_cert_file: conf.file(&auth_key(keys::CLIENT_CERT_FILE))?,
+        };
+        if auth.oauth_token.is_some() && auth.oauth_token_file.is_some() {
+            return Err(SettingsError::new(
+                &auth_key(keys::OAUTH_TOKEN_FILE),
+                conf.get(&auth_key(keys::OAUTH_TOKEN_FILE)).unwrap_or_default(),
+                format!("cannot be set together with {}", auth_key(keys::OAUTH_TOKEN)),
+            ));
+        }
+        if auth.client_cert_file.is_some() != auth.client_key_file.is_some() {
+            let (set, missing) = if auth.client_cert_file.is_some() {
+                (keys::CLIENT_CERT_FILE, keys::CLIENT_KEY_FILE)
+            } else {
+                (keys::CLIENT_KEY_FILE, keys::CLIENT_CERT_FILE)
+            };
+            return Err(SettingsError::new(
+                &auth_key(set),
+                conf.get(&auth_key(set)).unwrap_or_default(),
+                format!("needs {} as well", auth_key(missing)),
+            ));
+        }
+        let namespace = conf.get(keys::NAMESPACE).unwrap_or("default");
+        validate_dns_label(keys::NAMESPACE, namespace)?;
+        let client = ClientSettings {
+            cluster_mode,
+            master_url,
+            namespace: namespace.to_string(),
+            context: conf.non_empty(keys::CONTEXT)?.map(str::to_string),
+            auth,
+            trust_certificates: conf.bool(keys::TRUST_CERTIFICATES, false)?,
+            // Spark's timeouts are integers of milliseconds.
+            request_timeout: conf.positive_duration(keys::REQUEST_TIMEOUT, Duration::from_secs(10))?,
+            connection_timeout: conf.positive_duration(keys::CONNECTION_TIMEOUT, Duration::from_secs(10))?,
+        };
+
+        let missing_pod_detect_delta =
+            conf.positive_duration(keys::MISSING_POD_DETECT_DELTA, Duration::from_secs(30))?;
+        let stale_bound = conf.positive_duration(keys::STALE_BOUND, missing_pod_detect_delta / 2)?;
+        let default_watch_timeout = (stale_bound * 2 / 3).max(Duration::from_secs(1));
+        let watch_timeout = conf.positive_duration(keys::WATCH_TIMEOUT, default_watch_timeout)?;
+        if watch_timeout < Duration::from_secs(1) || watch_timeout > Duration::from_secs(290) {
+            let value = conf.get(keys::WATCH_TIMEOUT).unwrap_or_default();
+            return Err(SettingsError::new(keys::WATCH_TIMEOUT, value, "must be between 1s and 290s"));
+        }
+        let informer = InformerSettings {
+            enable_informer: conf.bool(keys::ENABLE_INFORMER, false)?,
+            lister_polling_interval: conf.positive_duration(keys::LISTER_POLLING_INTERVAL, Duration::from_secs(30))?,
+            informer_resync_interval: conf.duration(keys::INFORMER_RESYNC_INTERVAL, Duration::ZERO)?,
+            missing_pod_detect_delta,
+            stale_bound,
+            watch_timeout,
+            initial_list: match conf.get(keys::INITIAL_LIST).map(str::trim) {
+                None | Some("auto") => InitialList::Auto,
+                Some("streaming") => InitialList::Streaming,
+                Some("watchCache") => InitialList::WatchCache,
+                Some("consistent") => InitialList::Consistent,
+                Some(other) => {
+                    return Err(SettingsError::new(
+                        keys::INITIAL_LIST,
+                        other,
+                        "must be one of auto, streaming, watchCache, consistent",
+                    ))
+                }
+            },
+            page_size: conf.count(keys::PAGE_SIZE, 500)?,
+            initial_list_timeout: conf.positive_duration(keys::INITIAL_LIST_TIMEOUT, Duration::from_secs(60))?,
+        };
+        let unknown_keys = conf
+            .0
+            .keys()
+            .filter(|k| k.starts_with("spark.kubernetes.native.") && !keys::NATIVE_KEYS.contains(&k.as_str()))
+            .filter(|k| !k.starts_with("spark.kubernetes.native.library."))
+            .map(|k| (k.clone(), closest_key(k)))
+            .collect();
+        Ok(Settings { client, informer, unknown_keys })
+    }
+}
+
+/// Read access with Spark's syntax and errors that name the key.
+struct Conf<'a>(&'a HashMap<String, String>);
+
+impl<'a> Conf<'a> {
+    fn get(&self, key: &str) -> Option<&'a str> {
+        self.0.get(key).map(String::as_str)
+    }
+
+    fn non_empty(&self, key: &str) -> Result<Option<&'a str>, SettingsError> {
+        match self.get(key) {
+            Some(v) if v.trim().is_empty() => Err(SettingsError::new(key, v, "is empty; remove it or give a value")),
+            other => Ok(other.map(str::trim)),
+        }
+    }
+
+    fn file(&self, key: &str) -> Result<Option<PathBuf>, SettingsError> {
+        let Some(path) = self.non_empty(key)? else { return Ok(None) };
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => match std::fs::File::open(path) {
+                Ok(_) => Ok(Some(PathBuf::from(path))),
+                Err(e) => Err(SettingsError::new(key, path, format!("cannot be read: {e}"))),
+            },
+            Ok(_) => Err(SettingsError::new(key, path, "is not a file")),
+            Err(e) => Err(SettingsError::new(key, path, format!("cannot be read: {e}"))),
+        }
+    }
+
+    fn bool(&self, key: &str, default: bool) -> Result<bool, SettingsError> {
+        match self.get(key).map(|v| v.trim().to_ascii_lowercase()) {
+            None => Ok(default),
+            Some(v) if v == "true" => Ok(true),
+            Some(v) if v == "false" => Ok(false),
+            Some(_) => Err(SettingsError::new(key, self.get(key).unwrap(), "must be true or false")),
+        }
+    }
+
+    fn duration(&self, key: &str, default: Duration) -> Result<Duration, SettingsError> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => parse_spark_duration(v).map_err(|reason| SettingsError::new(key, v, reason)),
+        }
+    }
+
+    fn positive_duration(&self, key: &str, default: Duration) -> Result<Duration, SettingsError> {
+        let d = self.duration(key, default)?;
+        if d.is_zero() {
+            return Err(SettingsError::new(key, self.get(key).unwrap_or_default(), "must be greater than zero"));
+        }
+        Ok(d)
+    }
+
+    fn count(&self, key: &str, default: u32) -> Result<u32, SettingsError> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => match v.trim().parse::<u32>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(SettingsError::new(key, v, "must be a whole number greater than zero")),
+            },
+        }
+    }
+}
+
+/// Parses a duration the way Spark's `JavaUtils.timeStringAs` does: a whole
+/// number with an optional unit (`us`, `ms`, `s`, `m`/`min`, `h`, `d`); a bare
+/// number is milliseconds, as for Spark's interval keys.
+pub fn parse_spark_duration(value: &str) -> Result<Duration, String> {
+    let v = value.trim().to_ascii_lowercase();
+    if v.is_empty() {
+        return Err("is empty; expected a duration such as 30s, 500ms or 2min".into());
+    }
+    if v.starts_with('-') {
+        return Err("must not be negative".into());
+    }
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (number, unit) = v.split_at(split);
+    let n: u64 = number.parse().map_err(|_| format!("{value:?} is not a duration such as 30s, 500ms or 2min"))?;
+    let per_unit = |nanos: u64| -> Result<Duration, String> {
+        n.checked_mul(nanos)
+            .filter(|total| *total <= 365 * 24 * 3600 * 1_000_000_000)
+            .map(Duration::from_nanos)
+            .ok_or_else(|| "is longer than a year".to_string())
+    };
+    match unit.trim() {
+        "us" => per_unit(1_000),
+        "" | "ms" => per_unit(1_000_000),
+        "s" => per_unit(1_000_000_000),
+        "m" | "min" => per_unit(60 * 1_000_000_000),
+        "h" => per_unit(3600 * 1_000_000_000),
+        "d" => per_unit(24 * 3600 * 1_000_000_000),
+        other => Err(format!("unknown unit {other:?}; use us, ms, s, m or min, h, d")),
+    }
+}
+
+fn validate_url(key: &str, url: &str) -> Result<String, SettingsError> {
+    let parsed: http::Uri = url.parse().map_err(|e| SettingsError::new(key, url, format!("is not a URL: {e}")))?;
+    match parsed.scheme_str() {
+        Some("https") | Some("http") => {}
+        _ => return Err(SettingsError::new(key, url, "must be an http(s):// URL")),
+    }
+    if parsed.host().is_none_or(str::is_empty) {
+        return Err(SettingsError::new(key, url, "has no host"));
+    }
+    Ok(url.trim_end_matches('/').to_string())
+}
+
+fn validate_dns_label(key: &str, value: &str) -> Result<(), SettingsError> {
+    let ok = !value.is_empty()
+        && value.len() <= 63
+        && value.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !value.starts_with('-')
+        && !value.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(SettingsError::new(key, value, "must be a DNS-1123 label (lower case letters, digits, '-', at most 63)"))
+    }
+}
+
+/// Validates a Spark application id as a label value (it is the value of
+/// `spark-app-selector`).
+pub fn validate_app_id(app_id: &str) -> Result<(), SettingsError> {
+    const KEY: &str = "applicationId";
+    if app_id.trim().is_empty() {
+        return Err(SettingsError::new(KEY, app_id, "is empty"));
+    }
+    let valid = app_id.len() <= 63
+        && app_id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && app_id.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric)
+        && app_id.as_bytes().last().is_some_and(u8::is_ascii_alphanumeric);
+    if valid {
+        Ok(())
+    } else {
+        Err(SettingsError::new(
+            KEY,
+            app_id,
+            "is not a valid label value (at most 63 of A-Z a-z 0-9 - _ ., starting and ending with a letter or digit)",
+        ))
+    }
+}
+
+/// The key of ours closest to a mistyped one, if it is close enough.
+fn closest_key(key: &str) -> Option<&'static str> {
+    keys::NATIVE_KEYS
+        .iter()
+        .map(|k| (edit_distance(&key.to_ascii_lowercase(), &k.to_ascii_lowercase()), *k))
+        .filter(|(d, _)| *d <= 3)
+        .min()
+        .map(|(_, k)| k)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb { prev } else { 1 + prev.min(row[j]).min(row[j + 1]) };
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conf(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        let mut m: HashMap<String, String> = [(keys::MASTER, "k8s://https://127.0.0.1:6443")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        for (k, v) in pairs {
+            m.insert(k.to_string(), v.to_string());
+        }
+        m
+    }
+
+    fn err(pairs: &[(&str, &str)]) -> SettingsError {
+        Settings::from_spark_conf(&conf(pairs)).expect_err("should be rejected")
+    }
+
+    #[test]
+    fn defaults_follow_spark_and_the_informer_pull_request() {
+        let s = Settings::from_spark_conf(&conf(&[])).unwrap();
+        assert_eq!(s.client.master_url, "https://127.0.0.1:6443");
+        assert_eq!(s.client.namespace, "default");
+        assert!(!s.client.trust_certificates);
+        assert_eq!(s.client.request_timeout, Duration::from_secs(10));
+        assert!(!s.informer.enable_informer);
+        assert_eq!(s.informer.lister_polling_interval, Duration::from_secs(30));
+        assert_eq!(s.informer.informer_resync_interval, Duration::ZERO);
+        assert_eq!(s.informer.missing_pod_detect_delta, Duration::from_secs(30));
+        assert_eq!(s.informer.stale_bound, Duration::from_secs(15));
+        assert_eq!(s.informer.watch_timeout, Duration::from_secs(10));
+        assert_eq!(s.informer.initial_list, InitialList::Auto);
+    }
+
+    #[test]
+    fn stale_bound_defaults_to_half_the_missing_pod_detect_delta() {
+        let s = Settings::from_spark_conf(&conf(&[(keys::MISSING_POD_DETECT_DELTA, "2min")])).unwrap();
+        assert_eq!(s.informer.stale_bound, Duration::from_secs(60));
+        assert_eq!(s.informer.watch_timeout, Duration::from_secs(40));
+    }
+
+    #[test]
+    fn client_mode_takes_spark_master_and_client_auth_keys() {
+        let token = std::env::temp_dir().join("spark-k8s-native-settings-token");
+        std::fs::write(&token, "t").unwrap();
+        let s = Settings::from_spark_conf(&conf(&[
+            (keys::MASTER, "k8s://10.0.0.1:443"),
+            ("spark.kubernetes.authenticate.oauthTokenFile", token.to_str().unwrap()),
+            (keys::NAMESPACE, "spark-jobs"),
+        ]))
+        .unwrap();
+        assert_eq!(s.client.master_url, "https://10.0.0.1:443");
+        assert_eq!(s.client.auth.oauth_token_file.as_deref(), Some(token.as_path()));
+        assert_eq!(s.client.namespace, "spark-jobs");
+    }
+
+    #[test]
+    fn cluster_mode_takes_the_driver_master_and_mounted_auth_keys() {
+        let s = Settings::from_spark_conf(&conf(&[
+            (keys::SUBMIT_IN_DRIVER, "true"),
+            ("spark.kubernetes.authenticate.driver.mounted.oauthToken", "secret"),
+            ("spark.kubernetes.authenticate.oauthToken", "ignored-in-cluster-mode"),
+        ]))
+        .unwrap();
+        assert_eq!(s.client.master_url, DEFAULT_DRIVER_MASTER);
+        assert_eq!(s.client.auth.oauth_token.as_deref(), Some("secret"));
+        assert!(!format!("{:?}", s).contains("secret"), "the token must never be printed");
+    }
+
+    #[test]
+    fn every_bad_value_names_its_key() {
+        let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
+            (vec![(keys::MASTER, "local[2]")], keys::MASTER),
+            (vec![(keys::MASTER, "k8s://")], keys::MASTER),
+            (vec![(keys::MASTER, "k8s://ftp://host")], keys::MASTER),
+            (vec![(keys::SUBMIT_IN_DRIVER, "true"), (keys::DRIVER_MASTER, "not a url")], keys::DRIVER_MASTER),
+            (vec![(keys::NAMESPACE, "Bad_Namespace")], keys::NAMESPACE),
+            (vec![(keys::NAMESPACE, "")], keys::NAMESPACE),
+            (vec![(keys::TRUST_CERTIFICATES, "yes")], keys::TRUST_CERTIFICATES),
+            (vec![(keys::LISTER_POLLING_INTERVAL, "-5s")], keys::LISTER_POLLING_INTERVAL),
+            (vec![(keys::LISTER_POLLING_INTERVAL, "0")], keys::LISTER_POLLING_INTERVAL),
+            (vec![(keys::LISTER_POLLING_INTERVAL, "30 parsecs")], keys::LISTER_POLLING_INTERVAL),
+            (vec![(keys::INFORMER_RESYNC_INTERVAL, "abc")], keys::INFORMER_RESYNC_INTERVAL),
+            (vec![(keys::MISSING_POD_DETECT_DELTA, "99999999999d")], keys::MISSING_POD_DETECT_DELTA),
+            (vec![(keys::REQUEST_TIMEOUT, "")], keys::REQUEST_TIMEOUT),
+            (vec![(keys::WATCH_TIMEOUT, "10min")], keys::WATCH_TIMEOUT),
+            (vec![(keys::INITIAL_LIST, "fast")], keys::INITIAL_LIST),
+            (vec![(keys::PAGE_SIZE, "0")], keys::PAGE_SIZE),
+            (vec![("spark.kubernetes.authenticate.oauthToken", "  ")], "spark.kubernetes.authenticate.oauthToken"),
+            (
+                vec![("spark.kubernetes.authenticate.caCertFile", "/nonexistent/ca.crt")],
+                "spark.kubernetes.authenticate.caCertFile",
+            ),
+            (
+                vec![("spark.kubernetes.authenticate.clientCertFile", "/")],
+                "spark.kubernetes.authenticate.clientCertFile",
+            ),
+        ];
+        for (pairs, key) in cases {
+            let e = err(&pairs);
+            assert_eq!(e.key, key, "{pairs:?} -> {e}");
+            assert!(e.to_string().starts_with(key), "{e}");
+        }
+        let e = Settings::from_spark_conf(&HashMap::new()).unwrap_err();
+        assert_eq!(e.key, keys::MASTER);
+    }
+
+    #[test]
+    fn token_and_token_file_together_are_refused() {
+        let token = std::env::temp_dir().join("spark-k8s-native-settings-token2");
+        std::fs::write(&token, "t").unwrap();
+        let e = err(&[
+            ("spark.kubernetes.authenticate.oauthToken", "abc"),
+            ("spark.kubernetes.authenticate.oauthTokenFile", token.to_str().unwrap()),
+        ]);
+        assert_eq!(e.key, "spark.kubernetes.authenticate.oauthTokenFile");
+        assert!(e.reason.contains("oauthToken"), "{e}");
+        assert!(!e.to_string().contains("abc"), "the token must not appear in the error: {e}");
+    }
+
+    #[test]
+    fn client_cert_without_key_is_refused() {
+        let cert = std::env::temp_dir().join("spark-k8s-native-settings-cert");
+        std::fs::write(&cert, "c").unwrap();
+        let e = err(&[("spark.kubernetes.authenticate.clientCertFile", cert.to_str().unwrap())]);
+        assert!(e.reason.contains("clientKeyFile"), "{e}");
+    }
+
+    #[test]
+    fn spark_durations() {
+        let ok = |s: &str| parse_spark_duration(s).unwrap();
+        assert_eq!(ok("30s"), Duration::from_secs(30));
+        assert_eq!(ok("500ms"), Duration::from_millis(500));
+        assert_eq!(ok("500"), Duration::from_millis(500));
+        assert_eq!(ok("2min"), Duration::from_secs(120));
+        assert_eq!(ok("2m"), Duration::from_secs(120));
+        assert_eq!(ok(" 1h "), Duration::from_secs(3600));
+        assert_eq!(ok("1d"), Duration::from_secs(86400));
+        assert_eq!(ok("250us"), Duration::from_micros(250));
+        assert_eq!(ok("0s"), Duration::ZERO);
+        for bad in ["", "-1s", "1.5s", "s", "10 years", "18446744073709551615d"] {
+            assert!(parse_spark_duration(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn app_ids_must_be_label_values() {
+        assert!(validate_app_id("spark-0123456789abcdef").is_ok());
+        assert!(validate_app_id("app_1.x").is_ok());
+        for bad in ["", " ", "-spark", "spark-", "has space", &"a".repeat(64), "caf\u{e9}"] {
+            let e = validate_app_id(bad).unwrap_err();
+            assert_eq!(e.key, "applicationId", "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn mistyped_native_keys_are_reported_with_the_likely_key() {
+        let s = Settings::from_spark_conf(&conf(&[
+            ("spark.kubernetes.native.lister.stalebound", "10s"),
+            ("spark.kubernetes.native.library.path", "/x.so"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            s.unknown_keys,
+            vec![("spark.kubernetes.native.lister.stalebound".to_string(), Some(keys::STALE_BOUND))]
+        );
+    }
+}

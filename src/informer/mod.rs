@@ -335,6 +335,8 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
         // Set while a (re)list is in progress: the list has no timeout of its own.
         let mut list_deadline: Option<tokio::time::Instant> = None;
         let mut list_began = Instant::now();
+        // Whether this watcher completed a list: a streaming list fails before it starts when unsupported.
+        let mut listed_here = false;
 
         loop {
             let deadline = list_deadline;
@@ -385,6 +387,7 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
                     Some(Ok(Event::InitApply(pod))) => shared.cache.lock().list_item(pod),
                     Some(Ok(Event::InitDone)) => {
                         list_deadline = None;
+                        listed_here = true;
                         let (changes, size) = {
                             let mut cache = shared.cache.lock();
                             (cache.complete_list(), cache.len())
@@ -418,7 +421,7 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
                         applied(&shared);
                     }
                     Some(Err(error)) => {
-                        let unsupported = strategy == InitialList::Auto && list_deadline.is_some() && streaming_unsupported(&error);
+                        let unsupported = strategy == InitialList::Auto && !listed_here && streaming_unsupported(&error);
                         fail(&shared, describe(&error));
                         if unsupported {
                             fall_back_from_streaming(&shared, &describe(&error));

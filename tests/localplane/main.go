@@ -3,7 +3,7 @@
 // log), kube-controller-manager (garbage collector, namespace and
 // service-account controllers), a fault-injecting proxy and a control endpoint.
 //
-//	localplane run   --dir DIR [--bin BINDIR] [--watch-cache=true] [--min-request-timeout=1800]
+//	localplane run   --dir DIR [--bin BINDIR] [--watch-cache=true] [--min-request-timeout=1800] [--apiserver-arg=FLAG]...
 //	                 [--exit-with-parent] [--remove-dir-on-exit]
 //	localplane start --dir DIR [same flags]   # run in the background; returns once ready
 //	localplane stop  --dir DIR                # stop it and remove DIR
@@ -41,6 +41,8 @@ func main() {
 	minRequestTimeout := fs.Int("min-request-timeout", 1800, "apiserver --min-request-timeout (seconds)")
 	exitWithParent := fs.Bool("exit-with-parent", false, "stop when the parent process exits")
 	removeDir := fs.Bool("remove-dir-on-exit", false, "remove DIR when the plane stops")
+	var apiserverArgs stringList
+	fs.Var(&apiserverArgs, "apiserver-arg", "extra kube-apiserver flag, e.g. --feature-gates=WatchList=false (repeatable)")
 	timeout := fs.Duration("timeout", 180*time.Second, "start: how long to wait for readiness")
 	_ = fs.Parse(args)
 	if *dir == "" {
@@ -48,7 +50,7 @@ func main() {
 	}
 	abs, err := filepath.Abs(*dir)
 	must(err)
-	opts := planeOptions{dir: abs, binDir: *binDir, watchCache: *watchCache, minRequestTimeout: *minRequestTimeout}
+	opts := planeOptions{dir: abs, binDir: *binDir, watchCache: *watchCache, minRequestTimeout: *minRequestTimeout, extraAPIServerArgs: apiserverArgs}
 	switch cmd {
 	case "run":
 		run(opts, *exitWithParent)
@@ -65,6 +67,12 @@ func main() {
 		usage()
 	}
 }
+
+// stringList collects a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, " ") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: localplane run|start|stop|ctl --dir DIR [flags]  (see the package doc)")

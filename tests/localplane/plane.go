@@ -31,6 +31,8 @@ type planeOptions struct {
 	binDir            string
 	watchCache        bool
 	minRequestTimeout int
+	// Extra kube-apiserver flags, appended last (so they win).
+	extraAPIServerArgs []string
 }
 
 type plane struct {
@@ -153,7 +155,7 @@ func (pl *plane) apiserverArgs(port int) []string {
 	if !pl.opts.watchCache {
 		args = append(args, "--watch-cache=false")
 	}
-	return args
+	return append(args, pl.opts.extraAPIServerArgs...)
 }
 
 func (pl *plane) startAPIServer() error {

@@ -26,11 +26,13 @@ pub struct PlaneOptions {
     pub watch_cache: bool,
     /// apiserver `--min-request-timeout`: watches end after 1x to 2x this.
     pub min_request_timeout_secs: u32,
+    /// Extra kube-apiserver flags, e.g. `--feature-gates=WatchList=false`.
+    pub apiserver_args: Vec<String>,
 }
 
 impl Default for PlaneOptions {
     fn default() -> Self {
-        Self { watch_cache: true, min_request_timeout_secs: 1800 }
+        Self { watch_cache: true, min_request_timeout_secs: 1800, apiserver_args: Vec::new() }
     }
 }
 
@@ -90,6 +92,7 @@ impl LocalPlane {
             .arg(format!("--bin={}", bin.display()))
             .arg(format!("--watch-cache={}", options.watch_cache))
             .arg(format!("--min-request-timeout={}", options.min_request_timeout_secs))
+            .args(options.apiserver_args.iter().map(|a| format!("--apiserver-arg={a}")))
             .args(["--exit-with-parent", "--remove-dir-on-exit"])
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
@@ -157,6 +160,46 @@ impl LocalPlane {
 
     pub fn admin(&self) -> kube::Client {
         self.client(Identity::Admin, Route::Direct)
+    }
+
+    /// The Spark configuration a driver would have for this plane: master,
+    /// namespace, CA and the identity's credentials (client mode keys).
+    pub fn spark_conf(&self, identity: Identity, route: Route) -> HashMap<String, String> {
+        let url = match route {
+            Route::Direct => self.apiserver_url(),
+            Route::Proxy => self.proxy_url(),
+        };
+        let auth = |name: &str| format!("spark.kubernetes.authenticate.{name}");
+        let mut conf = HashMap::from([
+            ("spark.master".to_string(), format!("k8s://{url}")),
+            ("spark.kubernetes.namespace".to_string(), self.namespace().to_string()),
+            (auth("caCertFile"), self.var("LOCALPLANE_CA_FILE").to_string()),
+        ]);
+        let token_file = match identity {
+            Identity::Admin => Some("LOCALPLANE_ADMIN_TOKEN_FILE"),
+            Identity::Restricted => Some("LOCALPLANE_RESTRICTED_TOKEN_FILE"),
+            Identity::PodsOnly => Some("LOCALPLANE_PODS_ONLY_TOKEN_FILE"),
+            Identity::RestrictedClientCert => None,
+        };
+        match token_file {
+            Some(key) => {
+                conf.insert(auth("oauthTokenFile"), self.var(key).to_string());
+            }
+            None => {
+                conf.insert(auth("clientCertFile"), self.var("LOCALPLANE_CLIENT_CERT_FILE").to_string());
+                conf.insert(auth("clientKeyFile"), self.var("LOCALPLANE_CLIENT_KEY_FILE").to_string());
+            }
+        }
+        conf
+    }
+
+    /// Stops the apiserver (etcd keeps running) until [`Self::start_apiserver`].
+    pub fn stop_apiserver(&self) {
+        self.control("POST", "/apiserver/stop");
+    }
+
+    pub fn start_apiserver(&self) {
+        self.control("POST", "/apiserver/start");
     }
 
     /// Calls the plane's control endpoint (see tests/localplane/control.go).

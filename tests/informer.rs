@@ -1,0 +1,510 @@
+//! The informer and lister against a real control plane: sync, changes in
+//! order, restarts, 410, black holes, RBAC, scale, stop.
+
+mod support;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
+use parking_lot::Mutex;
+use spark_k8s_native::informer::health::{NotReady, SyncState};
+use spark_k8s_native::informer::{executor_selector, ExecutorPodInformer, HealthReport};
+use spark_k8s_native::settings::{InitialList, Settings};
+use spark_k8s_native::snapshot::{decode_pod, PodChange};
+use support::kubelet::{self, PodPhase};
+use support::{eventually, unique_app_id, Identity, LocalPlane, PlaneOptions, Route};
+
+async fn informer(
+    plane: &LocalPlane,
+    identity: Identity,
+    route: Route,
+    app: &str,
+    extra: &[(&str, &str)],
+) -> Arc<ExecutorPodInformer> {
+    let mut conf = plane.spark_conf(identity, route);
+    for (k, v) in extra {
+        conf.insert(k.to_string(), v.to_string());
+    }
+    let settings = Settings::from_spark_conf(&conf).unwrap();
+    Arc::new(ExecutorPodInformer::connect(&settings, app).await.unwrap())
+}
+
+async fn wait_for(
+    informer: &ExecutorPodInformer,
+    what: &str,
+    timeout: Duration,
+    ok: impl Fn(&HealthReport) -> bool,
+) -> HealthReport {
+    eventually(what, timeout, || async {
+        let h = informer.health();
+        ok(&h).then_some(h)
+    })
+    .await
+}
+
+async fn wait_synced(informer: &ExecutorPodInformer) -> HealthReport {
+    wait_for(informer, "Synced", Duration::from_secs(60), |h| h.state == SyncState::Synced).await
+}
+
+/// What a consumer received, per pod: (resourceVersion, phase or "deleted") in order.
+#[derive(Default)]
+struct Received {
+    by_pod: HashMap<String, Vec<(u64, String)>>,
+    batches: usize,
+}
+
+/// Drains the informer's changes on a thread of its own, as the JVM does.
+fn consume(informer: Arc<ExecutorPodInformer>) -> (Arc<Mutex<Received>>, std::thread::JoinHandle<()>) {
+    let received = Arc::new(Mutex::new(Received::default()));
+    let sink = received.clone();
+    let handle = std::thread::spawn(move || {
+        while let Ok(batch) = informer.take_changes(256, Duration::from_millis(200)) {
+            let mut r = sink.lock();
+            if !batch.is_empty() {
+                r.batches += 1;
+            }
+            for change in batch {
+                let pod = decode_pod(&change.pod().json);
+                let rv: u64 = change.pod().resource_version.parse().unwrap();
+                let state = match change {
+                    PodChange::Deleted(_) => "deleted".to_string(),
+                    PodChange::Applied(_) => pod.status.and_then(|s| s.phase).unwrap_or_default(),
+                };
+                r.by_pod.entry(change.pod().name.clone()).or_default().push((rv, state));
+            }
+        }
+    });
+    (received, handle)
+}
+
+fn last_state(received: &Mutex<Received>, name: &str) -> Option<String> {
+    received.lock().by_pod.get(name).and_then(|v| v.last()).map(|(_, s)| s.clone())
+}
+
+async fn apiserver_truth(pods: &Api<Pod>, app: &str) -> HashMap<String, String> {
+    let list = pods.list(&ListParams::default().labels(&executor_selector(app))).await.unwrap();
+    list.items.into_iter().map(|p| (p.metadata.name.unwrap(), p.metadata.resource_version.unwrap())).collect()
+}
+
+fn cache_view(informer: &ExecutorPodInformer) -> HashMap<String, String> {
+    let snapshot = informer.lister_snapshot().expect("lister ready");
+    snapshot.pods.iter().map(|p| (p.name.clone(), p.resource_version.clone())).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_change_arrives_in_order_and_the_cache_equals_a_list() {
+    let plane = LocalPlane::shared();
+    let app = unique_app_id("order");
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    // One pod exists before start: the first snapshot, not an event, carries it.
+    kubelet::create_executor(&pods, &app, 0).await.unwrap();
+    let informer = informer(plane, Identity::Restricted, Route::Direct, &app, &[]).await;
+    informer.start().unwrap();
+    wait_synced(&informer).await;
+    assert_eq!(cache_view(&informer).len(), 1);
+    let (received, consumer) = consume(informer.clone());
+
+    for id in 1..=5 {
+        kubelet::create_executor(&pods, &app, id).await.unwrap();
+    }
+    for id in 1..=5 {
+        let name = kubelet::executor_pod_name(&app, id);
+        kubelet::set_phase(&pods, &name, PodPhase::Running).await.unwrap();
+        let end = if id % 2 == 0 { PodPhase::Succeeded } else { PodPhase::Failed(id as i32) };
+        kubelet::set_phase(&pods, &name, end).await.unwrap();
+    }
+    kubelet::delete_pod(&pods, &kubelet::executor_pod_name(&app, 5)).await.unwrap();
+    // Leaving the selector is a deletion too, as with Spark's own sources.
+    kubelet::set_label(&pods, &kubelet::executor_pod_name(&app, 4), "spark-exec-inactive", Some("true")).await.unwrap();
+
+    let name = |id| kubelet::executor_pod_name(&app, id);
+    eventually("the last change of every pod", Duration::from_secs(20), || async {
+        (last_state(&received, &name(5)).as_deref() == Some("deleted")
+            && last_state(&received, &name(4)).as_deref() == Some("deleted")
+            && last_state(&received, &name(3)).as_deref() == Some("Failed"))
+        .then_some(())
+    })
+    .await;
+    {
+        let r = received.lock();
+        for id in 1..=5 {
+            let seen = &r.by_pod[&name(id)];
+            let rvs: Vec<u64> = seen.iter().map(|(rv, _)| *rv).collect();
+            assert!(rvs.windows(2).all(|w| w[0] < w[1]), "pod {id}: versions out of order {seen:?}");
+            let states: Vec<&str> = seen.iter().map(|(_, s)| s.as_str()).collect();
+            let position = |s: &str| states.iter().position(|x| *x == s);
+            if let (Some(run), Some(end)) =
+                (position("Running"), position(if id % 2 == 0 { "Succeeded" } else { "Failed" }))
+            {
+                assert!(run < end, "pod {id}: {states:?}");
+            }
+        }
+    }
+    assert_eq!(cache_view(&informer), apiserver_truth(&pods, &app).await);
+    let health = informer.health();
+    assert_eq!(health.relists, 0);
+    assert!(health.events_applied >= 15, "{health:?}");
+    informer.stop().await;
+    consumer.join().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_against_a_down_apiserver_returns_at_once_and_syncs_when_it_comes_up() {
+    let plane = LocalPlane::start_with(PlaneOptions::default());
+    let app = unique_app_id("down");
+    plane.stop_apiserver();
+    let informer = informer(&plane, Identity::Restricted, Route::Direct, &app, &[]).await;
+    let began = Instant::now();
+    informer.start().unwrap();
+    assert!(began.elapsed() < Duration::from_millis(100), "start blocked for {:?}", began.elapsed());
+    let health = wait_for(&informer, "Degraded", Duration::from_secs(20), |h| h.state.name() == "Degraded").await;
+    match &health.state {
+        SyncState::Degraded { last_error, consecutive_failures, .. } => {
+            assert!(last_error.contains("onnect"), "the cause must show: {last_error}");
+            assert!(*consecutive_failures >= 1);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(informer.lister_snapshot().unwrap_err(), NotReady::NeverSynced);
+    plane.start_apiserver();
+    let health = wait_for(&informer, "Synced after the apiserver came up", Duration::from_secs(60), |h| {
+        h.state == SyncState::Synced
+    })
+    .await;
+    assert!(health.errors >= 1);
+    assert!(informer.lister_snapshot().is_ok());
+    informer.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apiserver_restart_resumes_the_watch_without_relisting() {
+    // Served by etcd, a watch resumes from its resourceVersion across a restart.
+    let plane = LocalPlane::start_with(PlaneOptions { watch_cache: false, ..Default::default() });
+    let app = unique_app_id("restart");
+    let informer = informer(&plane, Identity::Restricted, Route::Direct, &app, &[]).await;
+    informer.start().unwrap();
+    wait_synced(&informer).await;
+    let (received, consumer) = consume(informer.clone());
+    let connects_before = informer.health().watch_connects;
+    plane.restart_apiserver();
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    kubelet::create_executor(&pods, &app, 1).await.unwrap();
+    let name = kubelet::executor_pod_name(&app, 1);
+    eventually("the pod created after the restart", Duration::from_secs(30), || async {
+        last_state(&received, &name).map(|_| ())
+    })
+    .await;
+    let health = informer.health();
+    assert_eq!(health.relists, 0, "{health:?}");
+    assert_eq!(health.lists, 0, "no LIST after the first sync: {health:?}");
+    assert!(health.watch_connects > connects_before, "{health:?}");
+    informer.stop().await;
+    consumer.join().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_watch_cache_an_apiserver_restart_costs_exactly_one_relist() {
+    let plane = LocalPlane::start_with(PlaneOptions::default());
+    let app = unique_app_id("restartcache");
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    kubelet::create_executors(&pods, &app, 0..3, 3).await.unwrap();
+    let informer = informer(&plane, Identity::Restricted, Route::Direct, &app, &[]).await;
+    informer.start().unwrap();
+    wait_synced(&informer).await;
+    plane.restart_apiserver();
+    kubelet::create_executor(&pods, &app, 3).await.unwrap();
+    eventually("the pod created after the restart in the cache", Duration::from_secs(30), || async {
+        (informer.lister_snapshot().map(|s| s.pods.len()).unwrap_or(0) == 4).then_some(())
+    })
+    .await;
+    let health = informer.health();
+    assert_eq!(health.relists, 1, "{health:?}");
+    assert_eq!(cache_view(&informer), apiserver_truth(&pods, &app).await);
+    informer.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forced_410_relists_once_and_the_lister_keeps_serving_meanwhile() {
+    let plane = LocalPlane::start_with(PlaneOptions { watch_cache: false, ..Default::default() });
+    let app = unique_app_id("gone");
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    kubelet::create_executors(&pods, &app, 0..10, 10).await.unwrap();
+    let informer = informer(&plane, Identity::Restricted, Route::Proxy, &app, &[]).await;
+    informer.start().unwrap();
+    wait_synced(&informer).await;
+    let (received, consumer) = consume(informer.clone());
+
+    // Watch the lister throughout: it must never be unready or lose a pod.
+    let watching = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let lister_check = {
+        let (informer, watching) = (informer.clone(), watching.clone());
+        std::thread::spawn(move || {
+            let mut rounds = 0;
+            while watching.load(std::sync::atomic::Ordering::Relaxed) {
+                let snapshot = informer.lister_snapshot().expect("the lister must keep serving during the relist");
+                assert!(snapshot.pods.len() >= 10, "a partial snapshot: {}", snapshot.pods.len());
+                rounds += 1;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            rounds
+        })
+    };
+
+    // Hold the watch, change pods and compact etcd behind its back, then let it resume from its old version.
+    plane.proxy_blackhole(Duration::ZERO);
+    kubelet::create_executor(&pods, &app, 10).await.unwrap();
+    kubelet::set_phase(&pods, &kubelet::executor_pod_name(&app, 0), PodPhase::Running).await.unwrap();
+    kubelet::delete_pod(&pods, &kubelet::executor_pod_name(&app, 1)).await.unwrap();
+    plane.compact_etcd();
+    plane.proxy_cut();
+    plane.proxy_normal();
+
+    eventually("the relist", Duration::from_secs(30), || async { (informer.health().relists == 1).then_some(()) })
+        .await;
+    eventually("the changes made during the hold", Duration::from_secs(10), || async {
+        (last_state(&received, &kubelet::executor_pod_name(&app, 1)).as_deref() == Some("deleted")
+            && last_state(&received, &kubelet::executor_pod_name(&app, 0)).as_deref() == Some("Running")
+            && last_state(&received, &kubelet::executor_pod_name(&app, 10)).is_some())
+        .then_some(())
+    })
+    .await;
+    watching.store(false, std::sync::atomic::Ordering::Relaxed);
+    assert!(lister_check.join().expect("lister check") > 10);
+    assert_eq!(cache_view(&informer), apiserver_truth(&pods, &app).await);
+    let health = informer.health();
+    assert_eq!(health.relists, 1, "exactly one relist: {health:?}");
+    informer.stop().await;
+    consumer.join().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_black_hole_longer_than_the_stale_bound_makes_the_lister_unready_then_recovers_without_loss() {
+    let plane = LocalPlane::start_with(PlaneOptions::default());
+    let app = unique_app_id("hole");
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    kubelet::create_executors(&pods, &app, 0..3, 3).await.unwrap();
+    // Stale bound 3s (half of a 6s missingPodDetectDelta); watches end every 2s.
+    let informer = informer(
+        &plane,
+        Identity::Restricted,
+        Route::Proxy,
+        &app,
+        &[("spark.kubernetes.executor.missingPodDetectDelta", "6s")],
+    )
+    .await;
+    assert_eq!(informer.settings().stale_bound, Duration::from_secs(3));
+    informer.start().unwrap();
+    wait_synced(&informer).await;
+    let (received, consumer) = consume(informer.clone());
+
+    // A healthy but idle watch stays ready well past the stale bound.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(informer.lister_snapshot().is_ok(), "an idle healthy watch must not look stale: {:?}", informer.health());
+
+    plane.proxy_blackhole(Duration::from_secs(10));
+    let held = Instant::now();
+    kubelet::create_executor(&pods, &app, 3).await.unwrap();
+    kubelet::set_phase(&pods, &kubelet::executor_pod_name(&app, 0), PodPhase::Failed(143)).await.unwrap();
+    let stale = eventually("the lister to refuse a stale cache", Duration::from_secs(10), || async {
+        match informer.lister_snapshot() {
+            Err(NotReady::Stale { silent_for }) => Some(silent_for),
+            _ => None,
+        }
+    })
+    .await;
+    assert!(held.elapsed() < Duration::from_secs(6), "stale only after {:?}", held.elapsed());
+    assert!(stale > Duration::from_secs(3));
+    assert_eq!(informer.health().state.name(), "Degraded");
+
+    eventually("ready again after the hole", Duration::from_secs(40), || async { informer.lister_snapshot().ok() })
+        .await;
+    eventually("no lost change", Duration::from_secs(20), || async {
+        (last_state(&received, &kubelet::executor_pod_name(&app, 0)).as_deref() == Some("Failed")
+            && last_state(&received, &kubelet::executor_pod_name(&app, 3)).is_some())
+        .then_some(())
+    })
+    .await;
+    assert_eq!(cache_view(&informer), apiserver_truth(&pods, &app).await);
+    assert_eq!(informer.health().state, SyncState::Synced);
+    informer.stop().await;
+    consumer.join().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_restricted_identity_works_in_its_namespace_and_a_forbidden_one_shows_403() {
+    let plane = LocalPlane::shared();
+    let app = unique_app_id("rbac");
+    for identity in [Identity::Restricted, Identity::RestrictedClientCert] {
+        let informer = informer(plane, identity, Route::Direct, &app, &[]).await;
+        informer.start().unwrap();
+        wait_synced(&informer).await;
+        informer.stop().await;
+    }
+    let forbidden = plane.var("LOCALPLANE_FORBIDDEN_NAMESPACE");
+    let informer =
+        informer(plane, Identity::Restricted, Route::Direct, &app, &[("spark.kubernetes.namespace", forbidden)]).await;
+    informer.start().unwrap();
+    let health =
+        wait_for(&informer, "Degraded with the cause", Duration::from_secs(20), |h| h.state.name() == "Degraded").await;
+    let SyncState::Degraded { last_error, .. } = &health.state else { unreachable!() };
+    assert!(last_error.contains("403") || last_error.contains("forbidden"), "{last_error}");
+    assert_eq!(informer.lister_snapshot().unwrap_err(), NotReady::NeverSynced);
+    informer.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_is_bounded_while_syncing_while_degraded_and_twice() {
+    let plane = LocalPlane::shared();
+    // Degraded: nothing listens on this port.
+    let mut conf = plane.spark_conf(Identity::Restricted, Route::Direct);
+    conf.insert("spark.master".into(), "k8s://https://127.0.0.1:1".into());
+    let degraded =
+        Arc::new(ExecutorPodInformer::connect(&Settings::from_spark_conf(&conf).unwrap(), "spark-stop").await.unwrap());
+    degraded.start().unwrap();
+    wait_for(&degraded, "Degraded", Duration::from_secs(10), |h| h.state.name() == "Degraded").await;
+    // A consumer blocked in take_changes wakes on stop.
+    let blocked = {
+        let degraded = degraded.clone();
+        std::thread::spawn(move || degraded.take_changes(1, Duration::from_secs(60)).is_err())
+    };
+    let began = Instant::now();
+    degraded.stop().await;
+    degraded.stop().await;
+    assert!(began.elapsed() < Duration::from_secs(6), "{:?}", began.elapsed());
+    assert!(blocked.join().unwrap(), "take_changes must fail once stopped");
+    assert_eq!(degraded.health().state, SyncState::Stopped);
+    assert!(degraded.start().is_err(), "a stopped informer does not start again");
+
+    // Stopped right after start, while syncing.
+    let app = unique_app_id("stop");
+    let syncing = informer(plane, Identity::Restricted, Route::Direct, &app, &[]).await;
+    syncing.start().unwrap();
+    assert!(syncing.start().is_err(), "a second start is an error");
+    let began = Instant::now();
+    syncing.stop().await;
+    assert!(began.elapsed() < Duration::from_secs(6));
+}
+
+#[test]
+fn stop_leaves_no_task_behind() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let plane = LocalPlane::shared();
+    let app = unique_app_id("tasks");
+    runtime.block_on(async {
+        let baseline = tokio::runtime::Handle::current().metrics().num_alive_tasks();
+        let informer = informer(plane, Identity::Restricted, Route::Direct, &app, &[]).await;
+        informer.start().unwrap();
+        wait_synced(&informer).await;
+        assert!(tokio::runtime::Handle::current().metrics().num_alive_tasks() > baseline);
+        informer.stop().await;
+        drop(informer);
+        eventually("every task of the informer and its client to end", Duration::from_secs(10), || async {
+            (tokio::runtime::Handle::current().metrics().num_alive_tasks() == baseline).then_some(())
+        })
+        .await;
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resync_replays_nothing_for_unchanged_pods() {
+    let plane = LocalPlane::shared();
+    let app = unique_app_id("resync");
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let informer = informer(
+        plane,
+        Identity::Restricted,
+        Route::Direct,
+        &app,
+        &[("spark.kubernetes.executor.informerResyncInterval", "300ms")],
+    )
+    .await;
+    informer.start().unwrap();
+    wait_synced(&informer).await;
+    kubelet::create_executors(&pods, &app, 0..5, 5).await.unwrap();
+    let mut delivered = 0;
+    while delivered < 5 {
+        delivered += informer.take_changes(100, Duration::from_secs(5)).unwrap().len();
+    }
+    // Several resync rounds pass: nothing changed, so nothing is replayed.
+    let replayed = informer.take_changes(100, Duration::from_millis(1500)).unwrap();
+    assert!(replayed.is_empty(), "{} unchanged pods replayed", replayed.len());
+    informer.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_initial_list_strategy_syncs_and_auto_falls_back_without_watchlist() {
+    let plane = LocalPlane::start_with(PlaneOptions {
+        apiserver_args: vec!["--feature-gates=WatchList=false".into()],
+        ..Default::default()
+    });
+    let app = unique_app_id("lists");
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    kubelet::create_executors(&pods, &app, 0..7, 7).await.unwrap();
+    for (mode, expected) in [
+        ("watchCache", InitialList::WatchCache),
+        ("consistent", InitialList::Consistent),
+        ("auto", InitialList::WatchCache),
+    ] {
+        let informer = informer(
+            &plane,
+            Identity::Restricted,
+            Route::Direct,
+            &app,
+            &[
+                ("spark.kubernetes.native.informer.initialList", mode),
+                ("spark.kubernetes.native.informer.pageSize", "3"),
+            ],
+        )
+        .await;
+        informer.start().unwrap();
+        let health = wait_synced(&informer).await;
+        assert_eq!(health.initial_list, expected, "{mode}");
+        assert_eq!(cache_view(&informer).len(), 7, "{mode}");
+        if mode == "consistent" {
+            assert_eq!(health.lists, 3, "7 pods in pages of 3");
+        }
+        informer.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_lists_sync_where_the_server_supports_them() {
+    let plane = LocalPlane::shared();
+    let app = unique_app_id("stream");
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    kubelet::create_executors(&pods, &app, 0..4, 4).await.unwrap();
+    let informer = informer(plane, Identity::Restricted, Route::Direct, &app, &[]).await;
+    informer.start().unwrap();
+    let health = wait_synced(&informer).await;
+    assert_eq!(health.initial_list, InitialList::Auto);
+    assert_eq!(health.lists, 0, "a streaming list sends no LIST");
+    assert_eq!(cache_view(&informer).len(), 4);
+    informer.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_thousand_pods_sync_and_memory_per_pod_is_reported() {
+    let plane = LocalPlane::start_with(PlaneOptions::default());
+    let app = unique_app_id("scale");
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let began = Instant::now();
+    kubelet::create_executors(&pods, &app, 0..5000, 64).await.unwrap();
+    eprintln!("created 5000 pods in {:.1}s", began.elapsed().as_secs_f64());
+    let informer = informer(&plane, Identity::Restricted, Route::Direct, &app, &[]).await;
+    let began = Instant::now();
+    informer.start().unwrap();
+    let health = wait_synced(&informer).await;
+    let synced_in = began.elapsed();
+    assert_eq!(health.cache_size, 5000);
+    eprintln!(
+        "synced 5000 pods in {:.0} ms; cache: {} bytes of JSON, {} bytes per pod",
+        synced_in.as_secs_f64() * 1e3,
+        health.cache_json_bytes,
+        health.cache_json_bytes / 5000
+    );
+    assert!(health.cache_json_bytes / 5000 < 4096, "{health:?}");
+    informer.stop().await;
+}

@@ -1,5 +1,5 @@
 # The two commands a fresh machine needs: `make demo` and `make test`.
-.PHONY: demo test plane-up plane-down lint
+.PHONY: demo test plane-up plane-down lint bench-informer
 
 demo:
 	scripts/demo.sh
@@ -16,3 +16,7 @@ plane-down:
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --release --all-targets -- -D warnings
+
+# Informer figures next to a raw LIST and a raw watch (writes BENCHMARKS.md).
+bench-informer:
+	LOCALPLANE_BIN=$$(scripts/localplane-build.sh) cargo bench --bench informer

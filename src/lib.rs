@@ -8,6 +8,7 @@
 pub mod client;
 pub mod informer;
 pub mod jni;
+pub mod runtime;
 pub mod settings;
 pub mod snapshot;
 

@@ -109,6 +109,15 @@ pub fn encode_snapshot(pods: &[Arc<CachedPod>], known_generation: u64) -> Vec<u8
     out
 }
 
+/// The lister's answer when it is not ready: a 0 byte (never a format
+/// version), then the reason in UTF-8.
+pub fn encode_not_ready(reason: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + reason.len());
+    out.push(0);
+    out.extend_from_slice(reason.as_bytes());
+    out
+}
+
 fn header(count: usize, entries_size: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(5 + entries_size);
     out.push(FORMAT_VERSION);

@@ -1,16 +1,318 @@
 //! The JNI membrane: the only module that uses the `jni` crate. Each exported
 //! function converts its arguments, delegates to the core, and converts the
-//! result; every error and panic becomes a Java exception, never a crash.
+//! result; every error and panic becomes a Java exception ([`errors`]), never
+//! a crash. Native threads never call into the JVM: Java pulls changes,
+//! snapshots and log records with blocking calls that have a timeout.
+//!
+//! The Java side is `org.sparkk8snative.NativeBridge`.
 
-use jni::errors::ThrowRuntimeExAndDefault;
-use jni::objects::{JClass, JString};
-use jni::EnvUnowned;
+pub mod errors;
+pub mod handles;
+pub mod logs;
 
-/// `org.sparkk8snative.NativeLibrary.version()`: the library's version string.
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
+
+use jni::objects::{JClass, JObjectArray, JString};
+use jni::sys::{jint, jlong};
+use jni::{Env, EnvUnowned};
+
+use crate::informer::health::SyncState;
+use crate::informer::ExecutorPodInformer;
+use crate::runtime::RuntimeLease;
+use crate::settings::Settings;
+use crate::snapshot;
+use errors::{JniError, ThrowJavaException};
+use handles::InformerHandle;
+
+/// `NativeLibrary.version()`: the library's version string.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_sparkk8snative_NativeLibrary_version<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
 ) -> JString<'local> {
-    env.with_env(|env| env.new_string(crate::version())).resolve::<ThrowRuntimeExAndDefault>()
+    env.with_env(|env| -> Result<_, JniError> { Ok(env.new_string(crate::version())?) }).resolve::<ThrowJavaException>()
+}
+
+/// `long create(String[] confKeyValues, String applicationId)`: an informer
+/// for the app's executor pods, from SparkConf entries as key, value, key, ...
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_create<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    conf: JObjectArray<'local, JString<'local>>,
+    app_id: JString<'local>,
+) -> jlong {
+    env.with_env(|env| -> Result<_, JniError> {
+        let conf = string_map(env, &conf)?;
+        let app_id = required_string(env, &app_id, "applicationId")?;
+        logs::install();
+        let settings = Settings::from_spark_conf(&conf)?;
+        crate::settings::validate_app_id(&app_id)?;
+        let runtime = RuntimeLease::acquire()
+            .map_err(|e| JniError::IllegalState(format!("cannot start the native runtime: {e}")))?;
+        let informer = runtime.block_on(ExecutorPodInformer::connect(&settings, &app_id))?;
+        Ok(handles::register(InformerHandle { informer, runtime }))
+    })
+    .resolve::<ThrowJavaException>()
+}
+
+/// `void start(long handle)`: returns at once; a second start throws.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_start<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) {
+    env.with_env(|_| -> Result<_, JniError> {
+        let handle = handles::get(handle)?;
+        let _entered = handle.runtime.handle().enter();
+        Ok(handle.informer.start()?)
+    })
+    .resolve::<ThrowJavaException>()
+}
+
+/// `void stop(long handle)`: idempotent, bounded.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_stop<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) {
+    env.with_env(|_| -> Result<_, JniError> {
+        let handle = handles::get(handle)?;
+        handle.runtime.block_on(handle.informer.stop());
+        Ok(())
+    })
+    .resolve::<ThrowJavaException>()
+}
+
+/// `void close(long handle)`: stops and releases; any later call with this
+/// handle throws `IllegalStateException`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_close<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) {
+    env.with_env(|_| -> Result<_, JniError> {
+        let handle = handles::remove(handle)?;
+        handle.runtime.block_on(handle.informer.stop());
+        Ok(())
+    })
+    .resolve::<ThrowJavaException>()
+}
+
+/// `byte[] pollChanges(long handle, int maxBatch, long timeoutMillis)`: a
+/// batch of pod changes (see `snapshot.rs`), empty after the timeout, or
+/// null once the informer is stopped.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_pollChanges<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    max_batch: jint,
+    timeout_millis: jlong,
+) -> jni::objects::JByteArray<'local> {
+    env.with_env(|env| -> Result<_, JniError> {
+        let max_batch = positive(max_batch as i64, "maxBatch")?;
+        let timeout = Duration::from_millis(non_negative(timeout_millis, "timeoutMillis")?);
+        let handle = handles::get(handle)?;
+        match handle.informer.take_changes(max_batch as usize, timeout) {
+            Ok(changes) => Ok(env.byte_array_from_slice(&snapshot::encode_changes(&changes))?),
+            Err(_) => Ok(jni::objects::JByteArray::default()),
+        }
+    })
+    .resolve::<ThrowJavaException>()
+}
+
+/// `byte[] listerSnapshot(long handle, long knownGeneration)`: a full snapshot
+/// (pods up to `knownGeneration` without JSON), or, when not ready, a 0 byte
+/// followed by the reason in UTF-8.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_listerSnapshot<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    known_generation: jlong,
+) -> jni::objects::JByteArray<'local> {
+    env.with_env(|env| -> Result<_, JniError> {
+        let known = non_negative(known_generation, "knownGeneration")?;
+        let handle = handles::get(handle)?;
+        let bytes = match handle.informer.lister_snapshot() {
+            Ok(snapshot) => snapshot::encode_snapshot(&snapshot.pods, known),
+            Err(not_ready) => snapshot::encode_not_ready(&not_ready.to_string()),
+        };
+        Ok(env.byte_array_from_slice(&bytes)?)
+    })
+    .resolve::<ThrowJavaException>()
+}
+
+/// `long[] healthCounters(long handle)`, in the order of `NativeBridge.H_*`:
+/// state (0 Starting, 1 Synced, 2 Degraded, 3 Stopped), hasSynced, cacheSize,
+/// eventsApplied, relists, errors, lists, watchConnects, millis since the last
+/// event (-1: none), millis since the last sign of life (-1: none),
+/// pendingChanges, consecutiveFailures, cacheJsonBytes.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_healthCounters<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) -> jni::objects::JLongArray<'local> {
+    env.with_env(|env| -> Result<_, JniError> {
+        let h = handles::get(handle)?.informer.health();
+        let (state, failures) = match &h.state {
+            SyncState::Starting => (0, 0),
+            SyncState::Synced => (1, 0),
+            SyncState::Degraded { consecutive_failures, .. } => (2, *consecutive_failures as i64),
+            SyncState::Stopped => (3, 0),
+        };
+        let since = |t: Option<SystemTime>| {
+            t.map_or(-1, |t| SystemTime::now().duration_since(t).unwrap_or_default().as_millis() as i64)
+        };
+        let values = [
+            state,
+            h.has_synced as i64,
+            h.cache_size as i64,
+            h.events_applied as i64,
+            h.relists as i64,
+            h.errors as i64,
+            h.lists as i64,
+            h.watch_connects as i64,
+            since(h.last_event),
+            since(h.last_activity),
+            h.pending_changes as i64,
+            failures,
+            h.cache_json_bytes as i64,
+        ];
+        let array = env.new_long_array(values.len())?;
+        array.set_region(env, 0, &values)?;
+        Ok(array)
+    })
+    .resolve::<ThrowJavaException>()
+}
+
+/// `String healthDescription(long handle)`: health in words, for logs and errors.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_healthDescription<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) -> JString<'local> {
+    env.with_env(|env| -> Result<_, JniError> {
+        let h = handles::get(handle)?.informer.health();
+        let state = match &h.state {
+            SyncState::Degraded { last_error, consecutive_failures, .. } => {
+                format!("Degraded ({consecutive_failures} consecutive failures; last: {last_error})")
+            }
+            other => other.name().to_string(),
+        };
+        let text = format!(
+            "{state}; {} pods cached; {} events, {} relists, {} errors, {} LIST and {} WATCH requests",
+            h.cache_size, h.events_applied, h.relists, h.errors, h.lists, h.watch_connects
+        );
+        Ok(env.new_string(text)?)
+    })
+    .resolve::<ThrowJavaException>()
+}
+
+/// `String[] pollLogs(int max, long timeoutMillis)`: log records as level,
+/// target, message triples; empty after the timeout.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_pollLogs<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    max: jint,
+    timeout_millis: jlong,
+) -> JObjectArray<'local, JString<'local>> {
+    env.with_env(|env| -> Result<_, JniError> {
+        let max = positive(max as i64, "max")?;
+        let timeout = Duration::from_millis(non_negative(timeout_millis, "timeoutMillis")?);
+        logs::install();
+        let records = logs::take(max as usize, timeout);
+        let array =
+            env.new_object_array(records.len() as i32 * 3, jni::jni_str!("java/lang/String"), JString::null())?;
+        let array = JObjectArray::<JString>::cast_local(env, array)?;
+        for (i, record) in records.iter().enumerate() {
+            for (j, value) in
+                [record.level.to_string(), record.target.clone(), record.message.clone()].iter().enumerate()
+            {
+                let value = env.new_string(value)?;
+                array.set_element(env, i * 3 + j, &value)?;
+                env.delete_local_ref(value);
+            }
+        }
+        Ok(array)
+    })
+    .resolve::<ThrowJavaException>()
+}
+
+/// `void setLogLevel(int level)`: 0 OFF, 1 ERROR, 2 WARN, 3 INFO, 4 DEBUG, 5 TRACE.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_setLogLevel<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    level: jint,
+) {
+    env.with_env(|_| -> Result<_, JniError> {
+        if !(0..=5).contains(&level) {
+            return Err(JniError::InvalidArgument(format!("level={level}: must be 0 (OFF) to 5 (TRACE)")));
+        }
+        logs::install();
+        logs::set_max_level(level as u8);
+        Ok(())
+    })
+    .resolve::<ThrowJavaException>()
+}
+
+/// `int openHandles()`: informers created and not closed.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_openHandles<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+) -> jint {
+    env.with_env(|_| -> Result<_, JniError> { Ok(handles::open_count() as jint) }).resolve::<ThrowJavaException>()
+}
+
+fn required_string(env: &mut Env<'_>, value: &JString<'_>, name: &str) -> Result<String, JniError> {
+    if value.is_null() {
+        return Err(JniError::InvalidArgument(format!("{name} is null")));
+    }
+    Ok(value.try_to_string(env)?)
+}
+
+/// `key, value, key, value, ...` -> map; every null or odd entry is an error naming it.
+fn string_map(env: &mut Env<'_>, array: &JObjectArray<'_, JString<'_>>) -> Result<HashMap<String, String>, JniError> {
+    if array.is_null() {
+        return Err(JniError::InvalidArgument("the configuration array is null".into()));
+    }
+    let len = array.len(env)?;
+    if len % 2 != 0 {
+        return Err(JniError::InvalidArgument(format!(
+            "the configuration array has an odd length ({len}): key, value pairs expected"
+        )));
+    }
+    let mut map = HashMap::with_capacity(len / 2);
+    for i in (0..len).step_by(2) {
+        let key = array.get_element(env, i)?;
+        let key = required_string(env, &key, &format!("configuration key #{}", i / 2))?;
+        let value = array.get_element(env, i + 1)?;
+        let value = required_string(env, &value, &format!("the value of {key}"))?;
+        map.insert(key, value);
+    }
+    Ok(map)
+}
+
+fn positive(value: i64, name: &str) -> Result<u64, JniError> {
+    if value <= 0 {
+        return Err(JniError::InvalidArgument(format!("{name}={value}: must be greater than zero")));
+    }
+    Ok(value as u64)
+}
+
+fn non_negative(value: i64, name: &str) -> Result<u64, JniError> {
+    if value < 0 {
+        return Err(JniError::InvalidArgument(format!("{name}={value}: must not be negative")));
+    }
+    Ok(value as u64)
 }

@@ -1,0 +1,57 @@
+package org.sparkk8snative;
+
+/**
+ * Every native method of the library, in one place. Each converts and delegates to the Rust
+ * core; errors come back as {@link IllegalArgumentException} (a bad argument or setting, named),
+ * {@link IllegalStateException} (misuse: a closed handle, a second start) or {@link
+ * SparkK8sNativeException}. Handles are ids, so a stale handle is an exception, never a crash.
+ */
+final class NativeBridge {
+  static {
+    NativeLibrary.load();
+  }
+
+  // Indexes of healthCounters().
+  static final int H_STATE = 0;
+  static final int H_HAS_SYNCED = 1;
+  static final int H_CACHE_SIZE = 2;
+  static final int H_EVENTS_APPLIED = 3;
+  static final int H_RELISTS = 4;
+  static final int H_ERRORS = 5;
+  static final int H_LISTS = 6;
+  static final int H_WATCH_CONNECTS = 7;
+  static final int H_MILLIS_SINCE_EVENT = 8;
+  static final int H_MILLIS_SINCE_ACTIVITY = 9;
+  static final int H_PENDING_CHANGES = 10;
+  static final int H_CONSECUTIVE_FAILURES = 11;
+  static final int H_CACHE_JSON_BYTES = 12;
+
+  private NativeBridge() {}
+
+  /** An informer for the app's executor pods, from SparkConf entries as key, value, ... */
+  static native long create(String[] confKeyValues, String applicationId);
+
+  static native void start(long handle);
+
+  static native void stop(long handle);
+
+  static native void close(long handle);
+
+  /** A batch of changes (see PodBatch), empty after the timeout, null once stopped. */
+  static native byte[] pollChanges(long handle, int maxBatch, long timeoutMillis);
+
+  /** A full snapshot, or a 0 byte then the reason (UTF-8) when the lister is not ready. */
+  static native byte[] listerSnapshot(long handle, long knownGeneration);
+
+  static native long[] healthCounters(long handle);
+
+  static native String healthDescription(long handle);
+
+  /** Log records as level, target, message triples; empty after the timeout. */
+  static native String[] pollLogs(int max, long timeoutMillis);
+
+  /** 0 OFF, 1 ERROR, 2 WARN, 3 INFO, 4 DEBUG, 5 TRACE. */
+  static native void setLogLevel(int level);
+
+  static native int openHandles();
+}

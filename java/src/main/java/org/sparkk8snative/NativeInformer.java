@@ -1,0 +1,119 @@
+package org.sparkk8snative;
+
+import java.lang.ref.Cleaner;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * A native executor-pod informer: one list, then one long-lived watch of an app's executor pods,
+ * kept in a native cache. {@link #start()} returns at once and never fails because the apiserver
+ * is slow or down; {@link #health()} says how it is doing.
+ *
+ * <p>Thread-safe. Closing twice is harmless; any other call after {@link #close()} throws {@link
+ * IllegalStateException}. A {@link Cleaner} closes a forgotten informer when it is collected.
+ */
+public final class NativeInformer implements AutoCloseable {
+  private static final Cleaner CLEANER = Cleaner.create();
+
+  private final long handle;
+  private final String applicationId;
+  private final AtomicBoolean closed = new AtomicBoolean();
+  private final Cleaner.Cleanable cleanable;
+
+  private NativeInformer(long handle, String applicationId) {
+    this.handle = handle;
+    this.applicationId = applicationId;
+    this.cleanable = CLEANER.register(this, new Release(handle));
+  }
+
+  /**
+   * Creates an informer from Spark configuration entries (master, namespace, credentials and the
+   * informer keys; see docs/configuration.md). Sends no request yet.
+   *
+   * @throws IllegalArgumentException naming the key whose value cannot be used
+   */
+  public static NativeInformer create(Map<String, String> sparkConf, String applicationId) {
+    Objects.requireNonNull(sparkConf, "sparkConf");
+    String[] flat = new String[sparkConf.size() * 2];
+    int i = 0;
+    for (Map.Entry<String, String> e : sparkConf.entrySet()) {
+      flat[i++] = e.getKey();
+      flat[i++] = e.getValue();
+    }
+    NativeLogBridge.ensureStarted();
+    return new NativeInformer(NativeBridge.create(flat, applicationId), applicationId);
+  }
+
+  public String applicationId() {
+    return applicationId;
+  }
+
+  /** Starts listing and watching in the background; returns at once. A second start throws. */
+  public void start() {
+    NativeBridge.start(handle);
+  }
+
+  /** Stops listing and watching; idempotent, bounded (5 s). Blocked polls return null. */
+  public void stop() {
+    NativeBridge.stop(handle);
+  }
+
+  /**
+   * Waits up to {@code timeoutMillis} for pod changes. Returns an empty list when none came, and
+   * null once the informer is stopped.
+   */
+  public List<PodBatch.Entry> pollChanges(int maxBatch, long timeoutMillis) {
+    byte[] bytes = NativeBridge.pollChanges(handle, maxBatch, timeoutMillis);
+    return bytes == null ? null : PodBatch.decode(bytes);
+  }
+
+  /**
+   * A full snapshot of the cache for Spark's {@code replaceSnapshot}, with pods whose generation
+   * is at most {@code knownGeneration} marked {@link PodBatch#UNCHANGED} (no JSON); or a
+   * not-ready answer while the cache is unsynced or stale.
+   */
+  public ListerSnapshot listerSnapshot(long knownGeneration) {
+    byte[] bytes = NativeBridge.listerSnapshot(handle, knownGeneration);
+    if (PodBatch.isNotReady(bytes)) {
+      return ListerSnapshot.notReady(PodBatch.notReadyReason(bytes));
+    }
+    return ListerSnapshot.ready(PodBatch.decode(bytes));
+  }
+
+  public InformerHealth health() {
+    return new InformerHealth(NativeBridge.healthCounters(handle), NativeBridge.healthDescription(handle));
+  }
+
+  /** Stops the informer and releases it; harmless when called again. */
+  @Override
+  public void close() {
+    if (closed.compareAndSet(false, true)) {
+      cleanable.clean();
+    }
+  }
+
+  public boolean isClosed() {
+    return closed.get();
+  }
+
+  /** Informers created and not yet closed, in this JVM. */
+  public static int openInformers() {
+    return NativeBridge.openHandles();
+  }
+
+  /** Must not reference the NativeInformer, or it would never be collected. */
+  private static final class Release implements Runnable {
+    private final long handle;
+
+    Release(long handle) {
+      this.handle = handle;
+    }
+
+    @Override
+    public void run() {
+      NativeBridge.close(handle);
+    }
+  }
+}

@@ -24,9 +24,14 @@ cargo clippy --release --locked --all-targets -- -D warnings
 phase "Rust tests (real control planes)"
 cargo test --release --locked -- --test-threads="${RUST_TEST_THREADS:-2}"
 
-phase "JVM tests (Maven, real .so, -Xcheck:jni)"
+phase "JVM tests (Maven, real .so, a real control plane, -Xcheck:jni)"
+jvm_plane="$root/target/localplane-jvm-tests"
+"$LOCALPLANE_BIN/localplane" stop --dir "$jvm_plane" 2>/dev/null || true
+"$LOCALPLANE_BIN/localplane" start --dir "$jvm_plane" >/dev/null
+trap '"$LOCALPLANE_BIN/localplane" stop --dir "$jvm_plane"' EXIT
 (cd java && mvn -B -ntp verify \
   -Dnative.lib.dir="$root/target/release" \
+  -Dtest.plane.env="$jvm_plane/plane.env" \
   -Dtest.jvm.options="-Xcheck:jni")
 
 phase_summary

@@ -244,7 +244,8 @@ func (pl *plane) bootstrap() error {
 	roles := map[string][]any{
 		restrictedUser: {
 			rule([]string{"pods"}, "get", "list", "watch", "create", "delete", "deletecollection", "patch"),
-			rule([]string{"services"}, "get", "list", "watch", "create", "delete", "patch", "update"),
+			// Spark 4.x deletes the app's Services by label when the driver stops (deletecollection).
+			rule([]string{"services"}, "get", "list", "watch", "create", "delete", "deletecollection", "patch", "update"),
 			rule([]string{"configmaps"}, "get", "list", "create", "delete", "deletecollection"),
 			rule([]string{"persistentvolumeclaims"}, "get", "list", "create", "delete", "deletecollection"),
 		},

@@ -1,0 +1,137 @@
+package org.sparkk8snative;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.sparkk8snative.TestPlane.eventually;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/** The handle's contract, and bad input from Java: clear exceptions, never a crash. */
+class NativeInformerContractTest {
+  private final TestPlane plane = TestPlane.get();
+
+  @Test
+  void startTwiceThrowsCloseTwiceIsFineAndAnyCallAfterCloseThrows() {
+    NativeInformer informer = NativeInformer.create(plane.sparkConf(false), TestPlane.uniqueAppId("contract"));
+    informer.start();
+    IllegalStateException twice = assertThrows(IllegalStateException.class, informer::start);
+    assertTrue(twice.getMessage().contains("already started"), twice.getMessage());
+    eventually("synced", Duration.ofSeconds(30), () -> informer.health().state() == InformerHealth.State.SYNCED);
+    assertTrue(informer.listerSnapshot(0).isReady());
+    informer.stop();
+    informer.stop();
+    assertNull(informer.pollChanges(10, 10), "a stopped informer answers null");
+    assertEquals(InformerHealth.State.STOPPED, informer.health().state());
+    informer.close();
+    informer.close();
+    assertTrue(informer.isClosed());
+    for (Runnable call : List.<Runnable>of(informer::start, informer::stop, informer::health,
+        () -> informer.pollChanges(1, 1), () -> informer.listerSnapshot(0))) {
+      IllegalStateException closed = assertThrows(IllegalStateException.class, call::run);
+      assertTrue(closed.getMessage().contains("is closed"), closed.getMessage());
+    }
+  }
+
+  @Test
+  void closeDuringABlockedPollReturnsPromptly() throws Exception {
+    NativeInformer informer = NativeInformer.create(plane.sparkConf(false), TestPlane.uniqueAppId("blocked"));
+    informer.start();
+    CompletableFuture<List<PodBatch.Entry>> poll = CompletableFuture.supplyAsync(() -> informer.pollChanges(10, 60_000));
+    Thread.sleep(300);
+    long began = System.nanoTime();
+    informer.close();
+    assertNull(poll.get(10, TimeUnit.SECONDS), "the blocked poll ends with null");
+    assertTrue(System.nanoTime() - began < Duration.ofSeconds(6).toNanos());
+  }
+
+  @Test
+  void manyThreadsAtOnceNeitherCrashNorLeak() throws Exception {
+    int before = NativeInformer.openInformers();
+    List<CompletableFuture<Void>> all = new java.util.ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      all.add(CompletableFuture.runAsync(() -> {
+        try (NativeInformer informer = NativeInformer.create(plane.sparkConf(false), TestPlane.uniqueAppId("threads"))) {
+          informer.start();
+          informer.health();
+          informer.pollChanges(5, 50);
+          informer.listerSnapshot(0);
+        }
+      }));
+    }
+    CompletableFuture.allOf(all.toArray(new CompletableFuture[0])).get(60, TimeUnit.SECONDS);
+    assertEquals(before, NativeInformer.openInformers());
+  }
+
+  @Test
+  void badInputIsRefusedWithTheKeyNamed() throws Exception {
+    Path unreadable = Files.createTempFile("token", "");
+    Files.setPosixFilePermissions(unreadable, PosixFilePermissions.fromString("---------"));
+    Path token = Files.createTempFile("token", "");
+    Files.writeString(token, "abc");
+    Map<String, String[]> cases = new HashMap<>();
+    cases.put("spark.master", new String[] {"spark.master", "k8s://not a url"});
+    cases.put("spark.master (not k8s)", new String[] {"spark.master", "yarn"});
+    cases.put("spark.kubernetes.executor.listerPollingInterval",
+        new String[] {"spark.kubernetes.executor.listerPollingInterval", "-5s"});
+    cases.put("spark.kubernetes.executor.missingPodDetectDelta",
+        new String[] {"spark.kubernetes.executor.missingPodDetectDelta", "soon"});
+    cases.put("spark.kubernetes.namespace", new String[] {"spark.kubernetes.namespace", "Not_A_Namespace"});
+    cases.put("spark.kubernetes.trust.certificates", new String[] {"spark.kubernetes.trust.certificates", "maybe"});
+    boolean root = "root".equals(System.getProperty("user.name"));
+    if (!root) { // root reads any file
+      cases.put("spark.kubernetes.authenticate.oauthTokenFile",
+          new String[] {"spark.kubernetes.authenticate.oauthTokenFile", unreadable.toString()});
+    }
+    cases.put("spark.kubernetes.authenticate.oauthTokenFile (missing)",
+        new String[] {"spark.kubernetes.authenticate.oauthTokenFile", "/nonexistent/token"});
+    cases.put("spark.kubernetes.authenticate.caCertFile",
+        new String[] {"spark.kubernetes.authenticate.caCertFile", "/nonexistent/ca.crt"});
+    for (Map.Entry<String, String[]> c : cases.entrySet()) {
+      Map<String, String> conf = plane.sparkConf(false);
+      conf.put(c.getValue()[0], c.getValue()[1]);
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> NativeInformer.create(conf, "spark-app"), c.getKey());
+      assertTrue(e.getMessage().startsWith(c.getValue()[0]), c.getKey() + " -> " + e.getMessage());
+    }
+
+    Map<String, String> both = plane.sparkConf(false);
+    both.put("spark.kubernetes.authenticate.oauthTokenFile", token.toString());
+    both.put("spark.kubernetes.authenticate.oauthToken", "secret-token-value");
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> NativeInformer.create(both, "spark-app"));
+    assertTrue(e.getMessage().contains("oauthToken"), e.getMessage());
+    assertTrue(!e.getMessage().contains("secret-token-value"), "the token must not be echoed");
+
+    for (String appId : new String[] {null, "", " ", "-bad", "x".repeat(64), "caf\u00e9", "a\u0000b"}) {
+      IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
+          () -> NativeInformer.create(plane.sparkConf(false), appId), String.valueOf(appId));
+      assertTrue(bad.getMessage().contains("applicationId"), bad.getMessage());
+    }
+    Map<String, String> nullValue = plane.sparkConf(false);
+    nullValue.put("spark.kubernetes.namespace", null);
+    IllegalArgumentException nv = assertThrows(IllegalArgumentException.class, () -> NativeInformer.create(nullValue, "spark-app"));
+    assertTrue(nv.getMessage().contains("spark.kubernetes.namespace"), nv.getMessage());
+    assertThrows(NullPointerException.class, () -> NativeInformer.create(null, "spark-app"));
+
+    NativeInformer informer = NativeInformer.create(plane.sparkConf(false), "spark-bad-args");
+    try {
+      assertThrows(IllegalArgumentException.class, () -> informer.pollChanges(0, 10));
+      assertThrows(IllegalArgumentException.class, () -> informer.pollChanges(10, -1));
+      assertThrows(IllegalArgumentException.class, () -> informer.listerSnapshot(-1));
+    } finally {
+      informer.close();
+    }
+    IllegalStateException stale = assertThrows(IllegalStateException.class, () -> NativeBridge.start(987_654_321L));
+    assertTrue(stale.getMessage().contains("987654321"), stale.getMessage());
+  }
+}

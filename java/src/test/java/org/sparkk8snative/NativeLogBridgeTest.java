@@ -1,0 +1,56 @@
+package org.sparkk8snative;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.sparkk8snative.TestPlane.eventually;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.apache.logging.log4j.Level;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.core.LogEvent;
+import org.apache.logging.log4j.core.LoggerContext;
+import org.apache.logging.log4j.core.config.Configuration;
+import org.apache.logging.log4j.core.config.Configurator;
+import org.apache.logging.log4j.core.appender.AbstractAppender;
+import org.apache.logging.log4j.core.config.Property;
+import org.junit.jupiter.api.Test;
+
+/** A record emitted in Rust reaches the JVM's log4j log with the Rust module's logger and level. */
+class NativeLogBridgeTest {
+  @Test
+  void rustRecordsReachLog4jWithTheirModuleAndLevel() {
+    List<LogEvent> events = new CopyOnWriteArrayList<>();
+    AbstractAppender capture = new AbstractAppender("capture", null, null, true, Property.EMPTY_ARRAY) {
+      @Override
+      public void append(LogEvent event) {
+        events.add(event.toImmutable());
+      }
+    };
+    capture.start();
+    LoggerContext context = (LoggerContext) LogManager.getContext(false);
+    Configuration config = context.getConfiguration();
+    config.addAppender(capture);
+    config.getRootLogger().addAppender(capture, Level.ALL, null);
+    Configurator.setLevel(NativeLogBridge.LOGGER_PREFIX, Level.INFO);
+    context.updateLoggers();
+    try {
+      TestPlane plane = TestPlane.get();
+      try (NativeInformer informer = NativeInformer.create(plane.sparkConf(false), TestPlane.uniqueAppId("logs"))) {
+        informer.start();
+        eventually("the informer's INFO record in log4j", Duration.ofSeconds(10), () -> events.stream().anyMatch(e ->
+            e.getLoggerName().equals("org.sparkk8snative.native.spark_k8s_native.informer")
+                && e.getLevel() == Level.INFO
+                && e.getMessage().getFormattedMessage().contains("executor pod informer started")));
+      }
+      String token = TestPlane.read(TestPlane.get().var("LOCALPLANE_RESTRICTED_TOKEN_FILE"));
+      assertFalse(events.stream().anyMatch(e -> e.getMessage().getFormattedMessage().contains(token)), "no token in any log");
+      assertTrue(events.stream().noneMatch(e -> e.getLoggerName().startsWith("org.sparkk8snative.native")
+          && e.getLevel().isLessSpecificThan(Level.DEBUG)), "nothing below the JVM's level");
+    } finally {
+      config.getRootLogger().removeAppender("capture");
+      context.updateLoggers();
+    }
+  }
+}

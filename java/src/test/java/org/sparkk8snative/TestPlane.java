@@ -1,0 +1,213 @@
+package org.sparkk8snative;
+
+import io.fabric8.kubernetes.api.model.ContainerStatusBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.PodStatusBuilder;
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.ConfigBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+
+/**
+ * The real local control plane for JVM tests: the one named by {@code
+ * -Dspark.k8s.native.test.planeEnv} (started by scripts/test.sh), or one started for this JVM. Also
+ * plays the kubelet for executor pods, with Spark's labels.
+ */
+public final class TestPlane {
+  private static TestPlane shared;
+  private static final AtomicInteger COUNTER = new AtomicInteger();
+
+  private final Map<String, String> env;
+  private final KubernetesClient admin;
+  private final HttpClient http = HttpClient.newHttpClient();
+
+  private TestPlane(Map<String, String> env) {
+    this.env = env;
+    Config config = new ConfigBuilder()
+        .withMasterUrl(env.get("LOCALPLANE_APISERVER"))
+        .withCaCertFile(env.get("LOCALPLANE_CA_FILE"))
+        .withOauthToken(read(env.get("LOCALPLANE_ADMIN_TOKEN_FILE")))
+        .withNamespace(namespace())
+        .build();
+    this.admin = new KubernetesClientBuilder().withConfig(config).build();
+  }
+
+  public static synchronized TestPlane get() {
+    if (shared == null) {
+      String file = System.getProperty("spark.k8s.native.test.planeEnv", "");
+      shared = new TestPlane(file.isEmpty() ? startOwn() : readEnv(Paths.get(file)));
+    }
+    return shared;
+  }
+
+  private static Map<String, String> startOwn() {
+    try {
+      Path root = Paths.get(System.getProperty("user.dir")).getParent();
+      Process build = new ProcessBuilder("bash", root.resolve("scripts/localplane-build.sh").toString())
+          .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+      String bin = new String(build.getInputStream().readAllBytes()).trim();
+      if (build.waitFor() != 0) {
+        throw new IllegalStateException("scripts/localplane-build.sh failed");
+      }
+      Path dir = root.resolve("target/localplane-jvm-" + ProcessHandle.current().pid());
+      Process start = new ProcessBuilder(bin + "/localplane", "start", "--dir", dir.toString()).inheritIO().start();
+      if (start.waitFor() != 0) {
+        throw new IllegalStateException("localplane start failed");
+      }
+      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        try {
+          new ProcessBuilder(bin + "/localplane", "stop", "--dir", dir.toString()).start().waitFor(30, TimeUnit.SECONDS);
+        } catch (Exception ignored) {
+          // best effort at exit
+        }
+      }));
+      return readEnv(dir.resolve("plane.env"));
+    } catch (IOException | InterruptedException e) {
+      throw new IllegalStateException("could not start a local control plane", e);
+    }
+  }
+
+  private static Map<String, String> readEnv(Path file) {
+    Map<String, String> env = new HashMap<>();
+    try {
+      for (String line : Files.readAllLines(file)) {
+        int eq = line.indexOf('=');
+        if (eq > 0) {
+          env.put(line.substring(0, eq), line.substring(eq + 1));
+        }
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot read " + file, e);
+    }
+    return env;
+  }
+
+  static String read(String file) {
+    try {
+      return Files.readString(Paths.get(file)).trim();
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  public String var(String key) {
+    return env.get(key);
+  }
+
+  public String namespace() {
+    return env.get("LOCALPLANE_NAMESPACE");
+  }
+
+  public String apiserverUrl() {
+    return env.get("LOCALPLANE_APISERVER");
+  }
+
+  public KubernetesClient admin() {
+    return admin;
+  }
+
+  /** What a driver in client mode would have: master, namespace, CA, the restricted identity's token. */
+  public Map<String, String> sparkConf(boolean throughProxy) {
+    Map<String, String> conf = new HashMap<>();
+    String url = throughProxy ? env.get("LOCALPLANE_PROXY") : env.get("LOCALPLANE_APISERVER");
+    conf.put("spark.master", "k8s://" + url);
+    conf.put("spark.kubernetes.namespace", namespace());
+    conf.put("spark.kubernetes.authenticate.caCertFile", env.get("LOCALPLANE_CA_FILE"));
+    conf.put("spark.kubernetes.authenticate.oauthTokenFile", env.get("LOCALPLANE_RESTRICTED_TOKEN_FILE"));
+    return conf;
+  }
+
+  /** Calls the plane's fault controls (see tests/localplane/control.go). */
+  public String control(String method, String path) {
+    try {
+      HttpRequest request = HttpRequest.newBuilder(URI.create(env.get("LOCALPLANE_CONTROL") + path))
+          .method(method, HttpRequest.BodyPublishers.noBody())
+          .timeout(Duration.ofSeconds(120))
+          .build();
+      HttpResponse<String> response = http.send(request, HttpResponse.BodyHandlers.ofString());
+      if (response.statusCode() != 200) {
+        throw new IllegalStateException(method + " " + path + ": " + response.body());
+      }
+      return response.body();
+    } catch (IOException | InterruptedException e) {
+      throw new IllegalStateException(method + " " + path, e);
+    }
+  }
+
+  public static String uniqueAppId(String tag) {
+    return "spark-" + tag + "-" + Long.toHexString(System.nanoTime()) + COUNTER.incrementAndGet();
+  }
+
+  public static String podName(String appId, long execId) {
+    return appId + "-exec-" + execId;
+  }
+
+  public Pod createExecutor(String appId, long execId) {
+    Pod pod = new PodBuilder()
+        .withNewMetadata()
+        .withName(podName(appId, execId))
+        .addToLabels("spark-app-selector", appId)
+        .addToLabels("spark-role", "executor")
+        .addToLabels("spark-exec-id", Long.toString(execId))
+        .endMetadata()
+        .withNewSpec()
+        .withRestartPolicy("Never")
+        .withAutomountServiceAccountToken(false)
+        .addNewContainer().withName("spark-kubernetes-executor").withImage("spark:4.0.0").endContainer()
+        .endSpec()
+        .build();
+    return admin.pods().inNamespace(namespace()).resource(pod).create();
+  }
+
+  /** Sets the pod's phase as the kubelet would; {@code exitCode} is used for Failed and Succeeded. */
+  public void setPhase(String podName, String phase, int exitCode) {
+    ContainerStatusBuilder status = new ContainerStatusBuilder()
+        .withName("spark-kubernetes-executor").withImage("spark:4.0.0").withImageID("")
+        .withRestartCount(0).withReady("Running".equals(phase));
+    switch (phase) {
+      case "Running" -> status.withNewState().withNewRunning().withStartedAt("2026-01-01T00:00:00Z").endRunning().endState();
+      case "Pending" -> status.withNewState().withNewWaiting().withReason("ContainerCreating").endWaiting().endState();
+      default -> status.withNewState().withNewTerminated().withExitCode(exitCode)
+          .withReason(exitCode == 0 ? "Completed" : "Error").endTerminated().endState();
+    }
+    Pod pod = admin.pods().inNamespace(namespace()).withName(podName).get();
+    pod.setStatus(new PodStatusBuilder().withPhase(phase).withPodIP("10.244.0.10")
+        .withContainerStatuses(status.build()).build());
+    admin.pods().inNamespace(namespace()).resource(pod).updateStatus();
+  }
+
+  public void deletePod(String podName) {
+    admin.pods().inNamespace(namespace()).withName(podName).withGracePeriod(0).delete();
+  }
+
+  /** Polls until {@code condition} holds, or fails naming {@code what}. */
+  public static void eventually(String what, Duration timeout, BooleanSupplier condition) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("timed out after " + timeout + " waiting for " + what);
+      }
+      try {
+        Thread.sleep(20);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new AssertionError(e);
+      }
+    }
+  }
+}

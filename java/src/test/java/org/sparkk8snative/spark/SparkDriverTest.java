@@ -1,0 +1,120 @@
+package org.sparkk8snative.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.sparkk8snative.TestPlane.eventually;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.fabric8.kubernetes.api.model.Pod;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.List;
+import java.util.stream.Stream;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+import org.junit.jupiter.api.Test;
+import org.sparkk8snative.TestPlane;
+
+/**
+ * A real SparkContext on a k8s:// master (the local control plane), client mode, with the drop-in
+ * allocator: Spark creates its executor pods, the test plays the kubelet, and the snapshots reach
+ * Spark's allocator, which replaces a deleted executor. The apiserver's audit log shows who LISTs.
+ */
+class SparkDriverTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private final TestPlane plane = TestPlane.get();
+
+  private SparkConf conf(boolean nativeInformer) {
+    SparkConf conf = new SparkConf(false)
+        .setMaster("k8s://" + plane.apiserverUrl())
+        .setAppName("spark-k8s-native-test")
+        .set("spark.kubernetes.namespace", plane.namespace())
+        .set("spark.kubernetes.authenticate.caCertFile", plane.var("LOCALPLANE_CA_FILE"))
+        .set("spark.kubernetes.authenticate.oauthTokenFile", plane.var("LOCALPLANE_RESTRICTED_TOKEN_FILE"))
+        .set("spark.kubernetes.container.image", "spark:4.0.0")
+        .set("spark.executor.instances", "2")
+        .set("spark.driver.host", "127.0.0.1")
+        .set("spark.driver.bindAddress", "127.0.0.1")
+        .set("spark.ui.enabled", "false")
+        .set("spark.kubernetes.allocation.batch.delay", "200ms")
+        .set("spark.kubernetes.allocation.pods.allocator", NativeExecutorPodsAllocator.class.getName())
+        // Short polling so the legacy LISTs show within the test's window.
+        .set("spark.kubernetes.executor.apiPollingInterval", "1s")
+        .set("spark.kubernetes.executor.listerPollingInterval", "1s");
+    if (nativeInformer) {
+      conf.set("spark.kubernetes.executor.enableInformer", "true");
+    }
+    return conf;
+  }
+
+  private List<Pod> executorPods(String appId) {
+    return plane.admin().pods().inNamespace(plane.namespace())
+        .withLabel("spark-app-selector", appId).withLabel("spark-role", "executor").list().getItems();
+  }
+
+  /** Runs a driver for a while: two executors start, one is deleted, Spark replaces it. */
+  private String runDriver(boolean nativeInformer) {
+    SparkContext sc = new SparkContext(conf(nativeInformer));
+    String appId = sc.applicationId();
+    try {
+      eventually("Spark to create 2 executor pods", Duration.ofSeconds(60), () -> executorPods(appId).size() == 2);
+      for (Pod pod : executorPods(appId)) {
+        plane.setPhase(pod.getMetadata().getName(), "Running", 0);
+      }
+      Thread.sleep(3_000);
+      String victim = executorPods(appId).get(0).getMetadata().getName();
+      plane.deletePod(victim);
+      eventually("Spark to request a replacement executor", Duration.ofSeconds(60), () ->
+          executorPods(appId).stream().anyMatch(p -> "3".equals(p.getMetadata().getLabels().get("spark-exec-id"))));
+      Thread.sleep(4_000); // a few polling intervals, for the audit log
+    } catch (InterruptedException e) {
+      throw new AssertionError(e);
+    } finally {
+      sc.stop();
+    }
+    return appId;
+  }
+
+  /**
+   * LIST requests of this app's executor pods in the audit log, by user agent prefix and a part of
+   * the request URI (Spark's polling source is the one that selects with spark-exec-inactive!=true;
+   * its allocator also LISTs, by other selectors, to delete pods, in both modes).
+   */
+  private long podLists(String appId, String userAgentPrefix, String uriPart) throws IOException {
+    try (Stream<String> lines = Files.lines(Paths.get(plane.var("LOCALPLANE_AUDIT_LOG")))) {
+      return lines.map(SparkDriverTest::parse)
+          .filter(e -> "ResponseComplete".equals(e.path("stage").asText()))
+          .filter(e -> "list".equals(e.path("verb").asText()))
+          .filter(e -> "pods".equals(e.path("objectRef").path("resource").asText()))
+          .filter(e -> e.path("requestURI").asText().contains(appId))
+          .filter(e -> e.path("requestURI").asText().contains(uriPart))
+          .filter(e -> e.path("userAgent").asText().startsWith(userAgentPrefix))
+          .count();
+    }
+  }
+
+  private static JsonNode parse(String line) {
+    try {
+      return JSON.readTree(line);
+    } catch (IOException e) {
+      return JSON.createObjectNode();
+    }
+  }
+
+  @Test
+  void theNativeSourcesDriveAnUnmodifiedSparkAndNeverListAfterTheFirstSync() throws Exception {
+    String nativeApp = runDriver(true);
+    String legacyApp = runDriver(false);
+    String snapshotSelector = "spark-exec-inactive";
+    long nativeLists = podLists(nativeApp, "spark-k8s-native", "") + podLists(nativeApp, "fabric8", snapshotSelector);
+    long legacyLists = podLists(legacyApp, "fabric8", snapshotSelector);
+    System.out.printf("LIST requests of executor pods by the snapshot sources: native %d, legacy %d%n",
+        nativeLists, legacyLists);
+    assertEquals(0, nativeLists, "the native sources never LIST (streaming list, then watch)");
+    assertTrue(legacyLists >= 5, "Spark's polling source LISTs every second: " + legacyLists);
+    assertEquals(0, org.sparkk8snative.NativeInformer.openInformers(), "the informer is closed with the driver");
+  }
+}

@@ -37,6 +37,10 @@ class NativeSourcesFeedSparkStoreTest {
     sources.start(app);
     eventually("the first full snapshot", Duration.ofSeconds(30), () -> store.replacements.get() > 0);
     eventually("executor 0 in Spark's snapshot", Duration.ofSeconds(10), () -> store.latestOf(0) != null);
+    Map<String, com.codahale.metrics.Gauge> gauges = new NativeInformerMetricsSource(sources).metricRegistry().getGauges();
+    assertEquals(1L, gauges.get("informer.synced").getValue());
+    assertEquals(1L, gauges.get("informer.cacheSize").getValue());
+    assertEquals(0L, gauges.get("informer.listRequests").getValue(), "a streaming list sends no LIST");
 
     for (long id = 1; id <= 3; id++) {
       plane.createExecutor(app, id);

@@ -9,6 +9,7 @@ pub mod client;
 pub mod informer;
 pub mod jni;
 pub mod runtime;
+pub mod services;
 pub mod settings;
 pub mod snapshot;
 

@@ -65,6 +65,17 @@ impl Drop for RuntimeLease {
 mod tests {
     use super::*;
 
+    fn wait_for_threads(want: impl Fn(usize) -> bool) -> usize {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let n = native_threads();
+            if want(n) || std::time::Instant::now() > deadline {
+                return n;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     fn native_threads() -> usize {
         std::fs::read_dir("/proc/self/task")
             .map(|tasks| {
@@ -81,15 +92,11 @@ mod tests {
         let a = RuntimeLease::acquire().unwrap();
         let b = RuntimeLease::acquire().unwrap();
         assert_eq!(a.block_on(async { 1 + 1 }), 2);
-        assert!(native_threads() >= 1);
+        assert!(wait_for_threads(|n| n >= 1) >= 1, "the workers are named spark-k8s-rt");
         drop(a);
         assert_eq!(b.block_on(async { 3 }), 3, "still running while a lease is held");
         drop(b);
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while native_threads() > 0 && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        assert_eq!(native_threads(), 0);
+        assert_eq!(wait_for_threads(|n| n == 0), 0);
         // And it comes back when needed.
         let c = RuntimeLease::acquire().unwrap();
         assert_eq!(c.block_on(async { 4 }), 4);

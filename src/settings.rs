@@ -34,14 +34,28 @@ pub mod keys {
     pub const INFORMER_RESYNC_INTERVAL: &str = "spark.kubernetes.executor.informerResyncInterval";
     pub const MISSING_POD_DETECT_DELTA: &str = "spark.kubernetes.executor.missingPodDetectDelta";
 
+    pub const ENABLE_SERVICE: &str = "spark.kubernetes.executor.enableService";
+    pub const BLOCK_MANAGER_PORT: &str = "spark.blockManager.port";
+    pub const DRIVER_POD_NAME: &str = "spark.kubernetes.driver.pod.name";
+
     pub const STALE_BOUND: &str = "spark.kubernetes.native.lister.staleBound";
+    pub const SERVICE_DELETE_AFTER: &str = "spark.kubernetes.native.service.deleteAfter";
+    pub const SERVICE_MAX_CONCURRENT_REQUESTS: &str = "spark.kubernetes.native.service.maxConcurrentRequests";
     pub const INITIAL_LIST: &str = "spark.kubernetes.native.informer.initialList";
     pub const PAGE_SIZE: &str = "spark.kubernetes.native.informer.pageSize";
     pub const WATCH_TIMEOUT: &str = "spark.kubernetes.native.informer.watchTimeout";
     pub const INITIAL_LIST_TIMEOUT: &str = "spark.kubernetes.native.informer.initialListTimeout";
 
     /// Every key of ours, for the typo check.
-    pub const NATIVE_KEYS: &[&str] = &[STALE_BOUND, INITIAL_LIST, PAGE_SIZE, WATCH_TIMEOUT, INITIAL_LIST_TIMEOUT];
+    pub const NATIVE_KEYS: &[&str] = &[
+        STALE_BOUND,
+        INITIAL_LIST,
+        PAGE_SIZE,
+        WATCH_TIMEOUT,
+        INITIAL_LIST_TIMEOUT,
+        SERVICE_DELETE_AFTER,
+        SERVICE_MAX_CONCURRENT_REQUESTS,
+    ];
 }
 
 /// A key whose value is wrong.
@@ -131,11 +145,26 @@ pub struct InformerSettings {
     pub initial_list_timeout: Duration,
 }
 
+/// Executor Services (SPARK-52505), when `spark.kubernetes.executor.enableService=true`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceSettings {
+    /// `spark.blockManager.port`: the fixed port every Service exposes.
+    pub block_manager_port: u16,
+    /// `spark.kubernetes.driver.pod.name`: the owner of every Service.
+    pub driver_pod_name: String,
+    /// Delete an executor's Service this long after its pod is gone; zero:
+    /// keep it as long as the driver (the pull request's behaviour).
+    pub delete_after: Duration,
+    /// Requests for Services in flight at most.
+    pub max_concurrent_requests: usize,
+}
+
 /// Everything the native side reads from `SparkConf`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     pub client: ClientSettings,
     pub informer: InformerSettings,
+    pub services: Option<ServiceSettings>,
     /// Keys under `spark.kubernetes.native.` that are not ours, with the key they probably meant.
     pub unknown_keys: Vec<(String, Option<&'static str>)>,
 }
@@ -234,6 +263,38 @@ impl Settings {
             page_size: conf.count(keys::PAGE_SIZE, 500)?,
             initial_list_timeout: conf.positive_duration(keys::INITIAL_LIST_TIMEOUT, Duration::from_secs(60))?,
         };
+        let services = if conf.bool(keys::ENABLE_SERVICE, false)? {
+            let why =
+                format!("required when {}=true: every executor Service exposes this fixed port", keys::ENABLE_SERVICE);
+            let port = match conf.get(keys::BLOCK_MANAGER_PORT).map(str::trim) {
+                None => return Err(SettingsError::new(keys::BLOCK_MANAGER_PORT, "", why)),
+                Some(v) => match v.parse::<u16>() {
+                    Ok(p) if p > 0 => p,
+                    _ => {
+                        return Err(SettingsError::new(
+                            keys::BLOCK_MANAGER_PORT,
+                            v,
+                            format!("must be a port from 1 to 65535; {why}"),
+                        ))
+                    }
+                },
+            };
+            let driver_pod_name = conf.non_empty(keys::DRIVER_POD_NAME)?.ok_or_else(|| {
+                SettingsError::new(
+                    keys::DRIVER_POD_NAME,
+                    "",
+                    format!("required when {}=true: the driver pod owns every executor Service", keys::ENABLE_SERVICE),
+                )
+            })?;
+            Some(ServiceSettings {
+                block_manager_port: port,
+                driver_pod_name: driver_pod_name.to_string(),
+                delete_after: conf.duration(keys::SERVICE_DELETE_AFTER, Duration::ZERO)?,
+                max_concurrent_requests: conf.count(keys::SERVICE_MAX_CONCURRENT_REQUESTS, 10)? as usize,
+            })
+        } else {
+            None
+        };
         let unknown_keys = conf
             .0
             .keys()
@@ -241,7 +302,7 @@ impl Settings {
             .filter(|k| !k.starts_with("spark.kubernetes.native.library."))
             .map(|k| (k.clone(), closest_key(k)))
             .collect();
-        Ok(Settings { client, informer, unknown_keys })
+        Ok(Settings { client, informer, services, unknown_keys })
     }
 }
 
@@ -516,6 +577,30 @@ mod tests {
         }
         let e = Settings::from_spark_conf(&HashMap::new()).unwrap_err();
         assert_eq!(e.key, keys::MASTER);
+    }
+
+    #[test]
+    fn executor_services_need_the_block_manager_port_and_the_driver_pod() {
+        assert_eq!(Settings::from_spark_conf(&conf(&[])).unwrap().services, None);
+        let e = err(&[(keys::ENABLE_SERVICE, "true"), (keys::DRIVER_POD_NAME, "driver")]);
+        assert_eq!(e.key, keys::BLOCK_MANAGER_PORT);
+        assert!(e.reason.contains(keys::ENABLE_SERVICE), "{e}");
+        let e =
+            err(&[(keys::ENABLE_SERVICE, "true"), (keys::DRIVER_POD_NAME, "driver"), (keys::BLOCK_MANAGER_PORT, "0")]);
+        assert_eq!(e.key, keys::BLOCK_MANAGER_PORT);
+        let e = err(&[(keys::ENABLE_SERVICE, "true"), (keys::BLOCK_MANAGER_PORT, "7079")]);
+        assert_eq!(e.key, keys::DRIVER_POD_NAME);
+        let s = Settings::from_spark_conf(&conf(&[
+            (keys::ENABLE_SERVICE, "true"),
+            (keys::BLOCK_MANAGER_PORT, "7079"),
+            (keys::DRIVER_POD_NAME, "driver"),
+            (keys::SERVICE_DELETE_AFTER, "2min"),
+        ]))
+        .unwrap();
+        let services = s.services.unwrap();
+        assert_eq!(services.block_manager_port, 7079);
+        assert_eq!(services.delete_after, Duration::from_secs(120));
+        assert_eq!(services.max_concurrent_requests, 10);
     }
 
     #[test]

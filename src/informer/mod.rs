@@ -29,6 +29,7 @@ use parking_lot::Mutex;
 use tokio::sync::watch as signal;
 
 use crate::client::{self, ClientError};
+use crate::services::{ExecutorServices, ServiceController, ServiceWork};
 use crate::settings::{self, InformerSettings, InitialList, Settings, SettingsError};
 use crate::snapshot::{CachedPod, PodChange};
 use activity::{ActivityLayer, ApiActivity};
@@ -84,6 +85,20 @@ pub struct HealthReport {
     pub coalesced_changes: u64,
     /// How the initial list is done now (Auto may have fallen back).
     pub initial_list: InitialList,
+    /// Executor Services, when enabled.
+    pub services: Option<ServiceHealth>,
+}
+
+/// How the executor Services are doing (their failures never stop the informer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceHealth {
+    pub created: u64,
+    pub repaired: u64,
+    pub deleted: u64,
+    pub errors: u64,
+    pub last_error: Option<String>,
+    /// Most requests for Services in flight at once so far.
+    pub peak_in_flight: u64,
 }
 
 /// A lister snapshot: every cached pod, from a cache known to be complete and fresh.
@@ -103,6 +118,28 @@ struct Shared {
     events_applied: AtomicU64,
     last_event: Mutex<Option<SystemTime>>,
     initial_list: Mutex<InitialList>,
+    services: Option<(Arc<ExecutorServices>, Duration)>,
+    service_controller: Mutex<Option<ServiceController>>,
+}
+
+impl Shared {
+    fn service_work(&self, work: ServiceWork) {
+        if let Some(controller) = self.service_controller.lock().as_ref() {
+            controller.send(work);
+        }
+    }
+
+    /// Tells the Service controller about changes the cache produced.
+    fn services_for(&self, changes: &[PodChange]) {
+        for change in changes {
+            if let Some(exec_id) = change.pod().exec_id.clone() {
+                self.service_work(match change {
+                    PodChange::Applied(_) => ServiceWork::Ensure(exec_id),
+                    PodChange::Deleted(_) => ServiceWork::Gone(exec_id),
+                });
+            }
+        }
+    }
 }
 
 enum Lifecycle {
@@ -128,6 +165,22 @@ impl ExecutorPodInformer {
         let activity = Arc::new(ApiActivity::default());
         let config =
             client::kube_config(&settings.client, &client::user_agent(app_id), settings.informer.watch_timeout).await?;
+        // Service requests use a client of their own: their answers say nothing of the watch.
+        let services = match &settings.services {
+            Some(s) => {
+                let client = kube::Client::try_from(config.clone()).map_err(ClientError::from)?;
+                let services = ExecutorServices::new(
+                    client,
+                    &settings.client.namespace,
+                    app_id,
+                    &s.driver_pod_name,
+                    s.block_manager_port,
+                    s.max_concurrent_requests,
+                );
+                Some((Arc::new(services), s.delete_after))
+            }
+            None => None,
+        };
         let client = kube::client::ClientBuilder::try_from(config)
             .map_err(ClientError::from)?
             .with_layer(&ActivityLayer(activity.clone()))
@@ -138,7 +191,7 @@ impl ExecutorPodInformer {
                 None => tracing::warn!("unknown key {key}; it is ignored"),
             }
         }
-        Ok(Self::with_client(client, activity, &settings.client.namespace, app_id, settings.informer.clone()))
+        Ok(Self::build(client, activity, &settings.client.namespace, app_id, settings.informer.clone(), services))
     }
 
     /// An informer over an existing client; `activity` must be fed by an
@@ -149,6 +202,17 @@ impl ExecutorPodInformer {
         namespace: &str,
         app_id: &str,
         settings: InformerSettings,
+    ) -> Self {
+        Self::build(client, activity, namespace, app_id, settings, None)
+    }
+
+    fn build(
+        client: kube::Client,
+        activity: Arc<ApiActivity>,
+        namespace: &str,
+        app_id: &str,
+        settings: InformerSettings,
+        services: Option<(Arc<ExecutorServices>, Duration)>,
     ) -> Self {
         let initial_list = settings.initial_list;
         Self {
@@ -163,6 +227,8 @@ impl ExecutorPodInformer {
                 events_applied: AtomicU64::new(0),
                 last_event: Mutex::new(None),
                 initial_list: Mutex::new(initial_list),
+                services,
+                service_controller: Mutex::new(None),
             }),
             pods: Api::namespaced(client, namespace),
             runtime: tokio::runtime::Handle::current(),
@@ -185,6 +251,10 @@ impl ExecutorPodInformer {
             Lifecycle::Created => {}
             Lifecycle::Running { .. } => return Err(InformerError::AlreadyStarted),
             Lifecycle::Stopped => return Err(InformerError::Stopped),
+        }
+        if let Some((services, delete_after)) = &self.shared.services {
+            let _entered = self.runtime.enter();
+            *self.shared.service_controller.lock() = Some(ServiceController::spawn(services.clone(), *delete_after));
         }
         let (stop, stopped) = signal::channel(false);
         let task = self.runtime.spawn(run(self.shared.clone(), self.pods.clone(), stopped));
@@ -209,6 +279,10 @@ impl ExecutorPodInformer {
                 let _ = task.await;
             }
             tracing::info!(app_id = %self.shared.app_id, "executor pod informer stopped");
+        }
+        let controller = self.shared.service_controller.lock().take();
+        if let Some(controller) = controller {
+            controller.stop().await;
         }
         self.shared.health.lock().step(Observation::Stopped, Instant::now());
         self.shared.changes.close();
@@ -242,6 +316,17 @@ impl ExecutorPodInformer {
             pending_changes: shared.changes.len(),
             coalesced_changes: shared.changes.coalesced(),
             initial_list: *shared.initial_list.lock(),
+            services: shared.services.as_ref().map(|(services, _)| {
+                let c = &services.counters;
+                ServiceHealth {
+                    created: c.created.load(Ordering::Relaxed),
+                    repaired: c.repaired.load(Ordering::Relaxed),
+                    deleted: c.deleted.load(Ordering::Relaxed),
+                    errors: c.errors.load(Ordering::Relaxed),
+                    last_error: c.last_error.lock().clone(),
+                    peak_in_flight: c.peak_in_flight.load(Ordering::Relaxed),
+                }
+            }),
         }
     }
 
@@ -388,10 +473,14 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
                     Some(Ok(Event::InitDone)) => {
                         list_deadline = None;
                         listed_here = true;
-                        let (changes, size) = {
+                        let (changes, size, exec_ids) = {
                             let mut cache = shared.cache.lock();
-                            (cache.complete_list(), cache.len())
+                            let changes = cache.complete_list();
+                            let exec_ids: Vec<String> = cache.snapshot().iter().filter_map(|p| p.exec_id.clone()).collect();
+                            (changes, cache.len(), exec_ids)
                         };
+                        shared.services_for(&changes);
+                        shared.service_work(ServiceWork::Resync(exec_ids));
                         for change in changes {
                             shared.changes.push(change);
                         }
@@ -411,12 +500,14 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
                     Some(Ok(Event::Apply(pod))) => {
                         let change = shared.cache.lock().apply(pod);
                         if let Some(change) = change {
+                            shared.services_for(std::slice::from_ref(&change));
                             shared.changes.push(change);
                         }
                         applied(&shared);
                     }
                     Some(Ok(Event::Delete(pod))) => {
                         let change = shared.cache.lock().delete(pod);
+                        shared.services_for(std::slice::from_ref(&change));
                         shared.changes.push(change);
                         applied(&shared);
                     }

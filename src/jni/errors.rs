@@ -36,6 +36,19 @@ impl From<SettingsError> for JniError {
     }
 }
 
+impl From<crate::services::ServicesSetupError> for JniError {
+    fn from(e: crate::services::ServicesSetupError) -> Self {
+        use crate::services::ServicesSetupError as E;
+        match e {
+            E::Settings(e) => e.into(),
+            E::Disabled => JniError::InvalidArgument(e.to_string()),
+            E::Client(e) => {
+                JniError::Kubernetes { message: e.to_string(), status: 0, reason: "ClientConfiguration".into() }
+            }
+        }
+    }
+}
+
 impl From<InformerError> for JniError {
     fn from(e: InformerError) -> Self {
         match e {

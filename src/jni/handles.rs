@@ -1,5 +1,5 @@
-//! Handles: ids in a registry of `Arc`s, never raw pointers, so a stale or
-//! double close is an exception, never a crash. Ids are not reused.
+//! Handles: ids in registries of `Arc`s, never raw pointers, so a stale or
+//! double close is an exception, never a crash. Ids are never reused.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use super::errors::JniError;
 use crate::informer::ExecutorPodInformer;
 use crate::runtime::RuntimeLease;
+use crate::services::ExecutorServices;
 
 /// An informer and its share of the runtime.
 pub struct InformerHandle {
@@ -18,29 +19,48 @@ pub struct InformerHandle {
     pub runtime: RuntimeLease,
 }
 
-static REGISTRY: Lazy<Mutex<HashMap<i64, Arc<InformerHandle>>>> = Lazy::new(Mutex::default);
+/// Executor Services managed without an informer (Spark's own sources in use).
+pub struct ServicesHandle {
+    pub services: ExecutorServices,
+    pub runtime: RuntimeLease,
+}
+
+pub static INFORMERS: Lazy<Registry<InformerHandle>> = Lazy::new(|| Registry::new("informer"));
+pub static SERVICES: Lazy<Registry<ServicesHandle>> = Lazy::new(|| Registry::new("executor services"));
+
+/// Ids are unique across registries, so a handle of one kind is never taken for another.
 static NEXT_ID: AtomicI64 = AtomicI64::new(1);
 
-pub fn register(handle: InformerHandle) -> i64 {
-    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    REGISTRY.lock().insert(id, Arc::new(handle));
-    id
+pub struct Registry<T> {
+    kind: &'static str,
+    open: Mutex<HashMap<i64, Arc<T>>>,
 }
 
-pub fn get(id: i64) -> Result<Arc<InformerHandle>, JniError> {
-    REGISTRY.lock().get(&id).cloned().ok_or_else(|| closed(id))
-}
+impl<T> Registry<T> {
+    fn new(kind: &'static str) -> Self {
+        Self { kind, open: Mutex::default() }
+    }
 
-/// Removes the handle; the caller stops it and drops it.
-pub fn remove(id: i64) -> Result<Arc<InformerHandle>, JniError> {
-    REGISTRY.lock().remove(&id).ok_or_else(|| closed(id))
-}
+    pub fn register(&self, handle: T) -> i64 {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        self.open.lock().insert(id, Arc::new(handle));
+        id
+    }
 
-/// Open handles (for leak checks).
-pub fn open_count() -> usize {
-    REGISTRY.lock().len()
-}
+    pub fn get(&self, id: i64) -> Result<Arc<T>, JniError> {
+        self.open.lock().get(&id).cloned().ok_or_else(|| self.closed(id))
+    }
 
-fn closed(id: i64) -> JniError {
-    JniError::IllegalState(format!("spark-k8s-native informer handle {id} is closed (or was never opened)"))
+    /// Removes the handle; the caller stops it and drops it.
+    pub fn remove(&self, id: i64) -> Result<Arc<T>, JniError> {
+        self.open.lock().remove(&id).ok_or_else(|| self.closed(id))
+    }
+
+    pub fn open_count(&self) -> usize {
+        self.open.lock().len()
+    }
+
+    fn closed(&self, id: i64) -> JniError {
+        JniError::IllegalState(format!("spark-k8s-native {} handle {id} is closed (or was never opened)", self.kind))
+    }
 }

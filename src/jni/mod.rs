@@ -23,7 +23,7 @@ use crate::runtime::RuntimeLease;
 use crate::settings::Settings;
 use crate::snapshot;
 use errors::{JniError, ThrowJavaException};
-use handles::InformerHandle;
+use handles::{InformerHandle, ServicesHandle};
 
 /// `NativeLibrary.version()`: the library's version string.
 #[unsafe(no_mangle)]
@@ -52,7 +52,7 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_create<'local>(
         let runtime = RuntimeLease::acquire()
             .map_err(|e| JniError::IllegalState(format!("cannot start the native runtime: {e}")))?;
         let informer = runtime.block_on(ExecutorPodInformer::connect(&settings, &app_id))?;
-        Ok(handles::register(InformerHandle { informer, runtime }))
+        Ok(handles::INFORMERS.register(InformerHandle { informer, runtime }))
     })
     .resolve::<ThrowJavaException>()
 }
@@ -65,7 +65,7 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_start<'local>(
     handle: jlong,
 ) {
     env.with_env(|_| -> Result<_, JniError> {
-        let handle = handles::get(handle)?;
+        let handle = handles::INFORMERS.get(handle)?;
         let _entered = handle.runtime.handle().enter();
         Ok(handle.informer.start()?)
     })
@@ -80,7 +80,7 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_stop<'local>(
     handle: jlong,
 ) {
     env.with_env(|_| -> Result<_, JniError> {
-        let handle = handles::get(handle)?;
+        let handle = handles::INFORMERS.get(handle)?;
         handle.runtime.block_on(handle.informer.stop());
         Ok(())
     })
@@ -96,7 +96,7 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_close<'local>(
     handle: jlong,
 ) {
     env.with_env(|_| -> Result<_, JniError> {
-        let handle = handles::remove(handle)?;
+        let handle = handles::INFORMERS.remove(handle)?;
         handle.runtime.block_on(handle.informer.stop());
         Ok(())
     })
@@ -117,7 +117,7 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_pollChanges<'local>(
     env.with_env(|env| -> Result<_, JniError> {
         let max_batch = positive(max_batch as i64, "maxBatch")?;
         let timeout = Duration::from_millis(non_negative(timeout_millis, "timeoutMillis")?);
-        let handle = handles::get(handle)?;
+        let handle = handles::INFORMERS.get(handle)?;
         match handle.informer.take_changes(max_batch as usize, timeout) {
             Ok(changes) => Ok(env.byte_array_from_slice(&snapshot::encode_changes(&changes))?),
             Err(_) => Ok(jni::objects::JByteArray::default()),
@@ -138,7 +138,7 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_listerSnapshot<'loca
 ) -> jni::objects::JByteArray<'local> {
     env.with_env(|env| -> Result<_, JniError> {
         let known = non_negative(known_generation, "knownGeneration")?;
-        let handle = handles::get(handle)?;
+        let handle = handles::INFORMERS.get(handle)?;
         let bytes = match handle.informer.lister_snapshot() {
             Ok(snapshot) => snapshot::encode_snapshot(&snapshot.pods, known),
             Err(not_ready) => snapshot::encode_not_ready(&not_ready.to_string()),
@@ -160,7 +160,7 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_healthCounters<'loca
     handle: jlong,
 ) -> jni::objects::JLongArray<'local> {
     env.with_env(|env| -> Result<_, JniError> {
-        let h = handles::get(handle)?.informer.health();
+        let h = handles::INFORMERS.get(handle)?.informer.health();
         let (state, failures) = match &h.state {
             SyncState::Starting => (0, 0),
             SyncState::Synced => (1, 0),
@@ -200,7 +200,7 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_healthDescription<'l
     handle: jlong,
 ) -> JString<'local> {
     env.with_env(|env| -> Result<_, JniError> {
-        let h = handles::get(handle)?.informer.health();
+        let h = handles::INFORMERS.get(handle)?.informer.health();
         let state = match &h.state {
             SyncState::Degraded { last_error, consecutive_failures, .. } => {
                 format!("Degraded ({consecutive_failures} consecutive failures; last: {last_error})")
@@ -265,13 +265,115 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_setLogLevel<'local>(
     .resolve::<ThrowJavaException>()
 }
 
-/// `int openHandles()`: informers created and not closed.
+/// `String executorServiceName(String applicationId, String executorId)`: the
+/// name of an executor's Service, from the one function that makes it.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_executorServiceName<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    app_id: JString<'local>,
+    exec_id: JString<'local>,
+) -> JString<'local> {
+    env.with_env(|env| -> Result<_, JniError> {
+        let app_id = required_string(env, &app_id, "applicationId")?;
+        let exec_id = required_string(env, &exec_id, "executorId")?;
+        if app_id.trim().is_empty() || exec_id.trim().is_empty() {
+            return Err(JniError::InvalidArgument(format!(
+                "applicationId={app_id:?}, executorId={exec_id:?}: both are required"
+            )));
+        }
+        Ok(env.new_string(crate::services::service_name(&app_id, &exec_id))?)
+    })
+    .resolve::<ThrowJavaException>()
+}
+
+/// `long createServices(String[] confKeyValues, String applicationId)`: executor
+/// Services without an informer (Spark's own sources track the pods); needs
+/// `spark.kubernetes.executor.enableService=true` and its keys.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_createServices<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    conf: JObjectArray<'local, JString<'local>>,
+    app_id: JString<'local>,
+) -> jlong {
+    env.with_env(|env| -> Result<_, JniError> {
+        let conf = string_map(env, &conf)?;
+        let app_id = required_string(env, &app_id, "applicationId")?;
+        logs::install();
+        let settings = Settings::from_spark_conf(&conf)?;
+        crate::settings::validate_app_id(&app_id)?;
+        let runtime = RuntimeLease::acquire()
+            .map_err(|e| JniError::IllegalState(format!("cannot start the native runtime: {e}")))?;
+        let services = runtime.block_on(crate::services::ExecutorServices::connect(&settings, &app_id))?;
+        Ok(handles::SERVICES.register(ServicesHandle { services, runtime }))
+    })
+    .resolve::<ThrowJavaException>()
+}
+
+/// `int ensureServices(long handle, String[] executorIds)`: ensures the
+/// Service of each executor (concurrently, within the request bound); returns
+/// how many were created or repaired. The first failure is thrown, with its
+/// HTTP status, after every id was tried.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_ensureServices<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    exec_ids: JObjectArray<'local, JString<'local>>,
+) -> jint {
+    env.with_env(|env| -> Result<_, JniError> {
+        if exec_ids.is_null() {
+            return Err(JniError::InvalidArgument("executorIds is null".into()));
+        }
+        let mut ids = Vec::new();
+        for i in 0..exec_ids.len(env)? {
+            let id = exec_ids.get_element(env, i)?;
+            ids.push(required_string(env, &id, &format!("executorIds[{i}]"))?);
+        }
+        let handle = handles::SERVICES.get(handle)?;
+        let services = &handle.services;
+        let outcomes = handle.runtime.block_on(futures::future::join_all(ids.iter().map(|id| services.ensure(id))));
+        let mut changed = 0;
+        for outcome in outcomes {
+            match outcome {
+                Ok(crate::services::Ensured::Unchanged) => {}
+                Ok(_) => changed += 1,
+                Err(e) => {
+                    return Err(JniError::Kubernetes {
+                        status: e.status().unwrap_or(0),
+                        reason: "ExecutorService".into(),
+                        message: e.to_string(),
+                    })
+                }
+            }
+        }
+        Ok(changed)
+    })
+    .resolve::<ThrowJavaException>()
+}
+
+/// `void closeServices(long handle)`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_closeServices<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+) {
+    env.with_env(|_| -> Result<_, JniError> { handles::SERVICES.remove(handle).map(drop) })
+        .resolve::<ThrowJavaException>()
+}
+
+/// `int openHandles()`: informers and Services handles created and not closed.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_sparkk8snative_NativeBridge_openHandles<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
 ) -> jint {
-    env.with_env(|_| -> Result<_, JniError> { Ok(handles::open_count() as jint) }).resolve::<ThrowJavaException>()
+    env.with_env(|_| -> Result<_, JniError> {
+        Ok((handles::INFORMERS.open_count() + handles::SERVICES.open_count()) as jint)
+    })
+    .resolve::<ThrowJavaException>()
 }
 
 fn required_string(env: &mut Env<'_>, value: &JString<'_>, name: &str) -> Result<String, JniError> {

@@ -54,4 +54,15 @@ final class NativeBridge {
   static native void setLogLevel(int level);
 
   static native int openHandles();
+
+  /** Executor Services without an informer; needs spark.kubernetes.executor.enableService=true. */
+  static native long createServices(String[] confKeyValues, String applicationId);
+
+  /** Ensures each executor's Service; returns how many were created or repaired. */
+  static native int ensureServices(long handle, String[] executorIds);
+
+  static native void closeServices(long handle);
+
+  /** The name of an executor's Service: {@code svc-<appId>-exec-<execId>}, a valid DNS-1035 label. */
+  static native String executorServiceName(String applicationId, String executorId);
 }

@@ -15,6 +15,7 @@ import org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBuilder;
 import org.apache.spark.util.Clock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.sparkk8snative.NativeExecutorServices;
 import org.sparkk8snative.NativeLibrary;
 
 /**
@@ -34,6 +35,8 @@ public class NativeExecutorPodsAllocator extends ExecutorPodsAllocator {
   private final SnapshotSourceMode mode;
   private NativeSnapshotSources sources;
   private NativeInformerMetricsSource metrics;
+  /** Executor Services when the informer is off (then this allocator ensures them). */
+  private NativeExecutorServices servicesWithoutInformer;
 
   public NativeExecutorPodsAllocator(
       SparkConf conf,
@@ -46,12 +49,42 @@ public class NativeExecutorPodsAllocator extends ExecutorPodsAllocator {
     this.conf = conf;
     this.store = snapshotsStore;
     this.mode = SnapshotSourceMode.apply(conf);
+    enableExecutorServices(conf);
+  }
+
+  /** Spark's key of custom executor feature steps. */
+  static final String EXECUTOR_FEATURE_STEPS = "spark.kubernetes.executor.pod.featureSteps";
+
+  /**
+   * With spark.kubernetes.executor.enableService=true: fails driver start-up now if the block
+   * manager port is not fixed, and adds the feature step that makes executors advertise their
+   * Service (Spark reads the feature steps each time it builds an executor pod).
+   */
+  static void enableExecutorServices(SparkConf conf) {
+    if (!conf.getBoolean(ExecutorServiceFeatureStep.ENABLE_SERVICE, false)) {
+      return;
+    }
+    ExecutorServiceFeatureStep.requireBlockManagerPort(conf);
+    String step = ExecutorServiceFeatureStep.class.getName();
+    String steps = conf.get(EXECUTOR_FEATURE_STEPS, "").trim();
+    if (!java.util.Arrays.asList(steps.split("\\s*,\\s*")).contains(step)) {
+      conf.set(EXECUTOR_FEATURE_STEPS, steps.isEmpty() ? step : steps + "," + step);
+    }
   }
 
   @Override
   public void start(String applicationId, KubernetesClusterSchedulerBackend schedulerBackend) {
     super.start(applicationId, schedulerBackend);
     if (mode != SnapshotSourceMode.NATIVE) {
+      if (conf.getBoolean(ExecutorServiceFeatureStep.ENABLE_SERVICE, false)) {
+        NativeExecutorServices services = NativeExecutorServices.create(NativeSnapshotSources.toMap(conf), applicationId);
+        synchronized (this) {
+          servicesWithoutInformer = services;
+        }
+        LOG.info("Executor Services of {} are ensured as executor pods are created (the native informer is off)",
+            applicationId);
+        stopWithTheDriver(schedulerBackend);
+      }
       return;
     }
     NativeSnapshotSources created = NativeSnapshotSources.create(conf, store);
@@ -64,6 +97,32 @@ public class NativeExecutorPodsAllocator extends ExecutorPodsAllocator {
         applicationId, NativeLibrary.nativeVersion(), NativeSnapshotSources.listerIntervalMillis(conf));
     registerMetrics(created);
     stopWithTheDriver(schedulerBackend);
+  }
+
+  /** Creates executor pods as Spark does; then, with the informer off, ensures their Services. */
+  @Override
+  public void requestNewExecutors(
+      int numExecutorsToAllocate, String applicationId, int resourceProfileId, scala.collection.immutable.Set<String> pvcsInUse) {
+    int before = EXECUTOR_ID_COUNTER().get();
+    super.requestNewExecutors(numExecutorsToAllocate, applicationId, resourceProfileId, pvcsInUse);
+    int after = EXECUTOR_ID_COUNTER().get();
+    NativeExecutorServices services;
+    synchronized (this) {
+      services = servicesWithoutInformer;
+    }
+    if (services == null || after <= before) {
+      return;
+    }
+    java.util.List<String> ids = new java.util.ArrayList<>();
+    for (int id = before + 1; id <= after; id++) {
+      ids.add(Integer.toString(id));
+    }
+    try {
+      services.ensure(ids);
+    } catch (RuntimeException e) {
+      // A Service failure must not stop allocation: the executor works without it, only slower to fail.
+      LOG.warn("Could not ensure the executor Services of executors {}: {}", ids, e.getMessage());
+    }
   }
 
   @Override
@@ -84,11 +143,17 @@ public class NativeExecutorPodsAllocator extends ExecutorPodsAllocator {
   public void stopNative() {
     NativeSnapshotSources toStop;
     NativeInformerMetricsSource toRemove;
+    NativeExecutorServices services;
     synchronized (this) {
       toStop = sources;
       toRemove = metrics;
+      services = servicesWithoutInformer;
       sources = null;
       metrics = null;
+      servicesWithoutInformer = null;
+    }
+    if (services != null) {
+      services.close();
     }
     if (toStop == null) {
       return;

@@ -1,0 +1,525 @@
+//! Executor Services (SPARK-52505): one ClusterIP Service per executor,
+//! selecting that executor's pod and exposing its block manager's fixed port,
+//! owned by the driver pod. Peers reach the block manager through the Service;
+//! once the executor is gone the Service has no endpoint and a connection is
+//! refused at once, instead of waiting out a 2-minute connect timeout.
+//!
+//! The spec builder is pure; [`ExecutorServices`] ensures and deletes them,
+//! idempotently, with bounded concurrency and retries.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Pod, Service, ServicePort, ServiceSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::{Api, DeleteParams, PostParams};
+use parking_lot::Mutex;
+use tokio::sync::{OnceCell, Semaphore};
+
+use crate::informer::{APP_LABEL, ROLE_LABEL};
+
+/// The executor id label (Spark's `spark-exec-id`).
+pub const EXEC_ID_LABEL: &str = "spark-exec-id";
+/// The one port of an executor Service.
+pub const BLOCK_MANAGER_PORT_NAME: &str = "spark-block-manager";
+/// `spark-role` of executor Services, so an operator finds them all:
+/// `kubectl get svc -l spark-app-selector=<app>,spark-role=executor-service`.
+pub const SERVICE_ROLE: &str = "executor-service";
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub const MANAGED_BY: &str = "spark-k8s-native";
+
+const MAX_NAME: usize = 63;
+
+/// The Service name of an executor: `svc-<appId>-exec-<execId>`, always a
+/// valid DNS-1035 label (lower case, at most 63 characters, starting with a
+/// letter). A long or odd app id is shortened deterministically: the executor
+/// id is kept whole, and a hash of the app id keeps names of different apps apart.
+pub fn service_name(app_id: &str, exec_id: &str) -> String {
+    let app = dns_part(app_id);
+    let exec = dns_part(exec_id);
+    let plain = format!("svc-{app}-exec-{exec}");
+    if plain.len() <= MAX_NAME && app == app_id && exec == exec_id {
+        return plain;
+    }
+    let hash = format!("{:08x}", fnv1a(app_id.as_bytes()) as u32);
+    let fixed = "svc-".len() + 1 + hash.len() + "-exec-".len() + exec.len();
+    let room = MAX_NAME.saturating_sub(fixed);
+    let app = app[..app.len().min(room)].trim_end_matches('-');
+    let name = if app.is_empty() { format!("svc-{hash}-exec-{exec}") } else { format!("svc-{app}-{hash}-exec-{exec}") };
+    name[..name.len().min(MAX_NAME)].trim_end_matches('-').to_string()
+}
+
+/// Lower case, every character outside `[a-z0-9-]` replaced by `-`, runs of `-` folded.
+fn dns_part(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let c = c.to_ascii_lowercase();
+        let c = if c.is_ascii_lowercase() || c.is_ascii_digit() { c } else { '-' };
+        if !(c == '-' && out.ends_with('-')) {
+            out.push(c);
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf29ce484222325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100000001b3))
+}
+
+/// The Service of one executor, exactly as it should be.
+pub fn executor_service(app_id: &str, exec_id: &str, port: u16, owner: &OwnerReference) -> Service {
+    let labels = BTreeMap::from([
+        (APP_LABEL.to_string(), app_id.to_string()),
+        (ROLE_LABEL.to_string(), SERVICE_ROLE.to_string()),
+        (EXEC_ID_LABEL.to_string(), exec_id.to_string()),
+        (MANAGED_BY_LABEL.to_string(), MANAGED_BY.to_string()),
+    ]);
+    let selector =
+        BTreeMap::from([(APP_LABEL.to_string(), app_id.to_string()), (EXEC_ID_LABEL.to_string(), exec_id.to_string())]);
+    Service {
+        metadata: ObjectMeta {
+            name: Some(service_name(app_id, exec_id)),
+            labels: Some(labels),
+            owner_references: Some(vec![owner.clone()]),
+            ..Default::default()
+        },
+        spec: Some(ServiceSpec {
+            type_: Some("ClusterIP".into()),
+            selector: Some(selector),
+            ports: Some(vec![ServicePort {
+                name: Some(BLOCK_MANAGER_PORT_NAME.into()),
+                protocol: Some("TCP".into()),
+                port: port as i32,
+                target_port: Some(IntOrString::Int(port as i32)),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The owner reference to the driver pod: the Service outlives its executor
+/// and is garbage-collected with the driver.
+pub fn driver_owner(driver: &Pod) -> Option<OwnerReference> {
+    Some(OwnerReference {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        name: driver.metadata.name.clone()?,
+        uid: driver.metadata.uid.clone()?,
+        controller: Some(true),
+        block_owner_deletion: None,
+    })
+}
+
+/// Whether an existing Service differs from the wanted one in what matters:
+/// labels, owner, selector, type and ports.
+pub fn differs(existing: &Service, wanted: &Service) -> bool {
+    let (e, w) = (existing.spec.clone().unwrap_or_default(), wanted.spec.clone().unwrap_or_default());
+    let labels_missing = wanted.metadata.labels.as_ref().is_some_and(|want| {
+        let have = existing.metadata.labels.clone().unwrap_or_default();
+        want.iter().any(|(k, v)| have.get(k) != Some(v))
+    });
+    let ports = |s: &ServiceSpec| -> Vec<(Option<String>, i32, Option<IntOrString>)> {
+        s.ports.clone().unwrap_or_default().into_iter().map(|p| (p.name, p.port, p.target_port)).collect()
+    };
+    labels_missing
+        || existing.metadata.owner_references != wanted.metadata.owner_references
+        || e.selector != w.selector
+        || e.type_.as_deref().unwrap_or("ClusterIP") != w.type_.as_deref().unwrap_or("ClusterIP")
+        || ports(&e) != ports(&w)
+}
+
+/// What `ensure` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ensured {
+    Created,
+    /// It existed as wanted.
+    Unchanged,
+    /// It existed but differed (edited by hand); it was replaced.
+    Repaired,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("driver pod {name}: {source}")]
+    DriverPod { name: String, source: kube::Error },
+    #[error("service {name}: {source}")]
+    Api { name: String, source: kube::Error },
+}
+
+impl ServiceError {
+    /// The HTTP status of the apiserver's answer, if any.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ServiceError::DriverPod { source: kube::Error::Api(s), .. }
+            | ServiceError::Api { source: kube::Error::Api(s), .. } => Some(s.code),
+            _ => None,
+        }
+    }
+}
+
+/// Counters of the executor Services of one app.
+#[derive(Debug, Default)]
+pub struct ServiceCounters {
+    pub created: AtomicU64,
+    pub repaired: AtomicU64,
+    pub deleted: AtomicU64,
+    pub errors: AtomicU64,
+    pub in_flight: AtomicU64,
+    pub peak_in_flight: AtomicU64,
+    pub last_error: Mutex<Option<String>>,
+}
+
+/// Ensures and deletes the executor Services of one app.
+pub struct ExecutorServices {
+    services: Api<Service>,
+    pods: Api<Pod>,
+    app_id: String,
+    driver_pod: String,
+    port: u16,
+    owner: OnceCell<OwnerReference>,
+    requests: Semaphore,
+    pub counters: Arc<ServiceCounters>,
+}
+
+/// Why no [`ExecutorServices`] could be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum ServicesSetupError {
+    #[error(transparent)]
+    Settings(#[from] crate::settings::SettingsError),
+    #[error(transparent)]
+    Client(#[from] crate::client::ClientError),
+    #[error("executor Services are off: set spark.kubernetes.executor.enableService=true")]
+    Disabled,
+}
+
+/// Retries of a transient failure (429, 5xx, connection) before giving up.
+const ATTEMPTS: u32 = 6;
+
+impl ExecutorServices {
+    /// `concurrency` bounds the requests in flight, so that a burst of
+    /// hundreds of executors does not flood the apiserver.
+    pub fn new(
+        client: kube::Client,
+        namespace: &str,
+        app_id: &str,
+        driver_pod: &str,
+        port: u16,
+        concurrency: usize,
+    ) -> Self {
+        Self {
+            services: Api::namespaced(client.clone(), namespace),
+            pods: Api::namespaced(client, namespace),
+            app_id: app_id.to_string(),
+            driver_pod: driver_pod.to_string(),
+            port,
+            owner: OnceCell::new(),
+            requests: Semaphore::new(concurrency.max(1)),
+            counters: Arc::default(),
+        }
+    }
+
+    pub fn app_id(&self) -> &str {
+        &self.app_id
+    }
+
+    /// Executor Services from Spark's settings, with a client of their own.
+    /// Must run on the runtime that will drive the requests.
+    pub async fn connect(settings: &crate::settings::Settings, app_id: &str) -> Result<Self, ServicesSetupError> {
+        crate::settings::validate_app_id(app_id)?;
+        let service_settings = settings.services.as_ref().ok_or(ServicesSetupError::Disabled)?;
+        let config = crate::client::kube_config(
+            &settings.client,
+            &crate::client::user_agent(app_id),
+            settings.informer.watch_timeout,
+        )
+        .await?;
+        let client = kube::Client::try_from(config).map_err(crate::client::ClientError::from)?;
+        Ok(Self::new(
+            client,
+            &settings.client.namespace,
+            app_id,
+            &service_settings.driver_pod_name,
+            service_settings.block_manager_port,
+            service_settings.max_concurrent_requests,
+        ))
+    }
+
+    /// The owner reference to the driver pod, looked up once.
+    async fn owner(&self) -> Result<&OwnerReference, ServiceError> {
+        self.owner
+            .get_or_try_init(|| async {
+                let driver = self
+                    .retrying(|| self.pods.get(&self.driver_pod))
+                    .await
+                    .map_err(|source| ServiceError::DriverPod { name: self.driver_pod.clone(), source })?;
+                Ok(driver_owner(&driver).expect("a pod from the apiserver has a name and a uid"))
+            })
+            .await
+    }
+
+    /// Creates the executor's Service; if one exists but differs, replaces it.
+    pub async fn ensure(&self, exec_id: &str) -> Result<Ensured, ServiceError> {
+        let outcome = self.ensure_once(exec_id).await;
+        if let Err(e) = &outcome {
+            self.counters.errors.fetch_add(1, Ordering::Relaxed);
+            *self.counters.last_error.lock() = Some(e.to_string());
+            tracing::warn!(app_id = %self.app_id, "executor service for executor {exec_id}: {e}");
+        }
+        outcome
+    }
+
+    async fn ensure_once(&self, exec_id: &str) -> Result<Ensured, ServiceError> {
+        let wanted = executor_service(&self.app_id, exec_id, self.port, self.owner().await?);
+        let name = wanted.metadata.name.clone().expect("named");
+        let api_error = |source| ServiceError::Api { name: name.clone(), source };
+        let post = PostParams::default();
+        match self.retrying(|| self.services.create(&post, &wanted)).await {
+            Ok(_) => {
+                self.counters.created.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(app_id = %self.app_id, "created service {name}");
+                return Ok(Ensured::Created);
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => return Err(api_error(e)),
+        }
+        let existing = self.retrying(|| self.services.get(&name)).await.map_err(api_error)?;
+        if !differs(&existing, &wanted) {
+            return Ok(Ensured::Unchanged);
+        }
+        // Replace rather than patch: clusterIP and other server-set fields stay, the rest is ours.
+        let mut replacement = existing.clone();
+        replacement.metadata.labels = wanted.metadata.labels.clone();
+        replacement.metadata.owner_references = wanted.metadata.owner_references.clone();
+        let spec = replacement.spec.get_or_insert_with(Default::default);
+        let want = wanted.spec.clone().expect("built with a spec");
+        spec.selector = want.selector;
+        spec.ports = want.ports;
+        spec.type_ = want.type_;
+        self.retrying(|| self.services.replace(&name, &post, &replacement)).await.map_err(api_error)?;
+        self.counters.repaired.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(app_id = %self.app_id, "repaired service {name}, which differed from its spec");
+        Ok(Ensured::Repaired)
+    }
+
+    /// Deletes the executor's Service; a missing one is fine.
+    pub async fn delete(&self, exec_id: &str) -> Result<(), ServiceError> {
+        let name = service_name(&self.app_id, exec_id);
+        let params = DeleteParams::default();
+        match self.retrying(|| self.services.delete(&name, &params)).await {
+            Ok(_) => {
+                self.counters.deleted.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(source) => Err(ServiceError::Api { name, source }),
+        }
+    }
+
+    /// Runs one request, within the concurrency bound, retrying transient
+    /// failures with jittered exponential backoff.
+    async fn retrying<T, F, Fut>(&self, mut request: F) -> Result<T, kube::Error>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, kube::Error>>,
+    {
+        let mut delay = Duration::from_millis(200);
+        for attempt in 1.. {
+            let result = {
+                let _permit = self.requests.acquire().await.expect("never closed");
+                let now = self.counters.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+                self.counters.peak_in_flight.fetch_max(now, Ordering::Relaxed);
+                let result = request().await;
+                self.counters.in_flight.fetch_sub(1, Ordering::Relaxed);
+                result
+            };
+            match result {
+                Err(e) if attempt < ATTEMPTS && transient(&e) => {
+                    let jitter = Duration::from_millis(fnv1a(format!("{attempt}{e}").as_bytes()) % 100);
+                    tokio::time::sleep(delay + jitter).await;
+                    delay = (delay * 2).min(Duration::from_secs(10));
+                }
+                other => return other,
+            }
+        }
+        unreachable!("the loop returns")
+    }
+}
+
+fn transient(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(s) => s.code == 429 || s.code >= 500,
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn valid_dns_1035(name: &str) -> bool {
+        name.len() <= 63
+            && name.starts_with(|c: char| c.is_ascii_lowercase())
+            && name.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    }
+
+    fn owner() -> OwnerReference {
+        OwnerReference {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            name: "driver".into(),
+            uid: "uid-1".into(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        }
+    }
+
+    #[test]
+    fn short_app_ids_give_the_pull_requests_name() {
+        assert_eq!(service_name("spark-1234abcd", "7"), "svc-spark-1234abcd-exec-7");
+    }
+
+    #[test]
+    fn long_and_odd_app_ids_give_valid_unique_names_that_keep_the_executor_id() {
+        let long = format!("spark-{}", "a1b2c3d4".repeat(8));
+        let apps = [long.as_str(), "Spark_App.With.Dots", "spark-application-1700000000000", "x", "9starts-with-digit"];
+        let mut seen = std::collections::HashSet::new();
+        for app in apps {
+            for exec in ["1", "42", "123456"] {
+                let name = service_name(app, exec);
+                assert!(valid_dns_1035(&name), "{app}/{exec} -> {name}");
+                assert!(name.ends_with(&format!("-exec-{exec}")), "{name}");
+                assert!(seen.insert(name.clone()), "duplicate {name}");
+                assert_eq!(service_name(app, exec), name, "deterministic");
+            }
+        }
+        // Two long app ids that share their first 40 characters still differ.
+        let a = service_name(&format!("{long}-a"), "1");
+        let b = service_name(&format!("{long}-b"), "1");
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn the_spec_selects_the_executor_and_exposes_the_block_manager_port() {
+        let svc = executor_service("spark-app", "3", 7079, &owner());
+        let spec = svc.spec.as_ref().unwrap();
+        assert_eq!(svc.metadata.name.as_deref(), Some("svc-spark-app-exec-3"));
+        assert_eq!(spec.type_.as_deref(), Some("ClusterIP"));
+        let selector = spec.selector.as_ref().unwrap();
+        assert_eq!(selector.len(), 2);
+        assert_eq!(selector["spark-app-selector"], "spark-app");
+        assert_eq!(selector["spark-exec-id"], "3");
+        let ports = spec.ports.as_ref().unwrap();
+        assert_eq!(ports.len(), 1);
+        assert_eq!(ports[0].name.as_deref(), Some("spark-block-manager"));
+        assert_eq!(ports[0].port, 7079);
+        assert_eq!(ports[0].target_port, Some(IntOrString::Int(7079)));
+        assert_eq!(svc.metadata.owner_references.as_ref().unwrap(), &vec![owner()]);
+        let labels = svc.metadata.labels.as_ref().unwrap();
+        assert_eq!(labels["spark-role"], "executor-service");
+        assert_eq!(labels["spark-app-selector"], "spark-app");
+    }
+
+    #[test]
+    fn differences_that_matter_are_detected() {
+        let wanted = executor_service("spark-app", "3", 7079, &owner());
+        let mut same = wanted.clone();
+        same.spec.as_mut().unwrap().cluster_ip = Some("10.96.0.12".into());
+        assert!(!differs(&same, &wanted), "server-set fields do not count");
+        let mut port = wanted.clone();
+        port.spec.as_mut().unwrap().ports.as_mut().unwrap()[0].port = 9999;
+        assert!(differs(&port, &wanted));
+        let mut selector = wanted.clone();
+        selector.spec.as_mut().unwrap().selector.as_mut().unwrap().insert("spark-exec-id".into(), "4".into());
+        assert!(differs(&selector, &wanted));
+        let mut orphan = wanted.clone();
+        orphan.metadata.owner_references = None;
+        assert!(differs(&orphan, &wanted));
+    }
+}
+
+/// Work for the Service controller, sent by the informer as it sees pods.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServiceWork {
+    /// An executor pod exists (added or changed).
+    Ensure(String),
+    /// An executor pod is gone.
+    Gone(String),
+    /// A (re)list completed: these executor pods exist.
+    Resync(Vec<String>),
+}
+
+/// Ensures a Service for every executor pod the informer sees (no watch or
+/// list of its own), and, with a cool-down, deletes the Service of an
+/// executor whose pod has been gone that long.
+pub struct ServiceController {
+    work: tokio::sync::mpsc::UnboundedSender<ServiceWork>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ServiceController {
+    /// Spawns the controller on the current runtime. `delete_after` zero:
+    /// Services live as long as the driver (the garbage collector removes them).
+    pub fn spawn(services: Arc<ExecutorServices>, delete_after: Duration) -> Self {
+        let (work, queue) = tokio::sync::mpsc::unbounded_channel();
+        let task = tokio::spawn(run_controller(services, queue, delete_after));
+        Self { work, task }
+    }
+
+    pub fn send(&self, work: ServiceWork) {
+        let _ = self.work.send(work);
+    }
+
+    /// Stops the controller and every request it has in flight.
+    pub async fn stop(self) {
+        self.task.abort();
+        let _ = self.task.await;
+    }
+}
+
+async fn run_controller(
+    services: Arc<ExecutorServices>,
+    mut queue: tokio::sync::mpsc::UnboundedReceiver<ServiceWork>,
+    delete_after: Duration,
+) {
+    // Executors whose Service is ensured (or being ensured); a failure removes
+    // the id, so the next event or resync of that pod retries.
+    let ensured: Arc<Mutex<std::collections::HashSet<String>>> = Arc::default();
+    let mut tasks = tokio::task::JoinSet::new();
+    while let Some(work) = queue.recv().await {
+        while tasks.try_join_next().is_some() {}
+        let ids = match work {
+            ServiceWork::Ensure(id) => vec![id],
+            ServiceWork::Resync(ids) => ids,
+            ServiceWork::Gone(id) => {
+                if !delete_after.is_zero() {
+                    let (services, ensured) = (services.clone(), ensured.clone());
+                    tasks.spawn(async move {
+                        tokio::time::sleep(delete_after).await;
+                        if services.delete(&id).await.is_ok() {
+                            ensured.lock().remove(&id);
+                        }
+                    });
+                }
+                continue;
+            }
+        };
+        for id in ids {
+            if !ensured.lock().insert(id.clone()) {
+                continue;
+            }
+            let (services, ensured) = (services.clone(), ensured.clone());
+            tasks.spawn(async move {
+                if services.ensure(&id).await.is_err() {
+                    ensured.lock().remove(&id);
+                }
+            });
+        }
+    }
+}

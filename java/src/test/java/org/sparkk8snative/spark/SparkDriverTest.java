@@ -104,6 +104,46 @@ class SparkDriverTest {
     }
   }
 
+  /** With executor Services on, in both modes: each executor pod's Service, owned by the driver pod. */
+  @Test
+  void everyExecutorSparkCreatesGetsItsServiceAndAdvertisesIt() throws Exception {
+    for (boolean nativeInformer : new boolean[] {true, false}) {
+      String driverName = TestPlane.uniqueAppId("driver");
+      Pod driver = plane.admin().pods().inNamespace(plane.namespace()).resource(new io.fabric8.kubernetes.api.model.PodBuilder()
+          .withNewMetadata().withName(driverName).addToLabels("spark-role", "driver").endMetadata()
+          .withNewSpec().withAutomountServiceAccountToken(false)
+          .addNewContainer().withName("spark-kubernetes-driver").withImage("spark:4.0.0").endContainer().endSpec()
+          .build()).create();
+      SparkConf conf = conf(nativeInformer)
+          .set("spark.kubernetes.executor.enableService", "true")
+          .set("spark.blockManager.port", "7079")
+          .set("spark.kubernetes.driver.pod.name", driverName)
+          .set("spark.kubernetes.allocation.driver.readinessTimeout", "1s");
+      SparkContext sc = new SparkContext(conf);
+      String appId = sc.applicationId();
+      try {
+        eventually("Spark to create 2 executor pods", Duration.ofSeconds(60), () -> executorPods(appId).size() == 2);
+        eventually("a Service for each executor", Duration.ofSeconds(30), () -> plane.admin().services()
+            .inNamespace(plane.namespace()).withLabel("spark-app-selector", appId).list().getItems().size() == 2);
+        for (Pod pod : executorPods(appId)) {
+          String execId = pod.getMetadata().getLabels().get("spark-exec-id");
+          String name = org.sparkk8snative.ExecutorServiceNames.serviceName(appId, execId);
+          assertEquals(name, pod.getSpec().getHostname(), "the pod's hostname is its Service's name");
+          assertTrue(pod.getSpec().getContainers().get(0).getEnv().stream()
+              .anyMatch(e -> e.getName().equals("EXECUTOR_SERVICE_NAME") && name.equals(e.getValue())));
+          io.fabric8.kubernetes.api.model.Service svc =
+              plane.admin().services().inNamespace(plane.namespace()).withName(name).get();
+          assertEquals(driver.getMetadata().getUid(), svc.getMetadata().getOwnerReferences().get(0).getUid());
+          assertEquals(7079, svc.getSpec().getPorts().get(0).getPort());
+          assertEquals(execId, svc.getSpec().getSelector().get("spark-exec-id"));
+        }
+      } finally {
+        sc.stop();
+        plane.deletePod(driverName);
+      }
+    }
+  }
+
   @Test
   void theNativeSourcesDriveAnUnmodifiedSparkAndNeverListAfterTheFirstSync() throws Exception {
     String nativeApp = runDriver(true);

@@ -104,6 +104,18 @@ class SparkDriverTest {
     }
   }
 
+  @Test
+  void withServicesOnAndNoBlockManagerPortTheDriverDoesNotStart() {
+    SparkConf conf = conf(true).set("spark.kubernetes.executor.enableService", "true");
+    // Spark wraps what the allocator's constructor throws ("External scheduler cannot be instantiated").
+    Throwable e = org.junit.jupiter.api.Assertions.assertThrows(Exception.class, () -> new SparkContext(conf));
+    while (e.getCause() != null && !(e instanceof IllegalArgumentException)) {
+      e = e.getCause();
+    }
+    assertTrue(e instanceof IllegalArgumentException && e.getMessage().startsWith("spark.blockManager.port"),
+        String.valueOf(e));
+  }
+
   /** With executor Services on, in both modes: each executor pod's Service, owned by the driver pod. */
   @Test
   void everyExecutorSparkCreatesGetsItsServiceAndAdvertisesIt() throws Exception {

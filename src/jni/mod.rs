@@ -44,13 +44,7 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_create<'local>(
     app_id: JString<'local>,
 ) -> jlong {
     env.with_env(|env| -> Result<_, JniError> {
-        let conf = string_map(env, &conf)?;
-        let app_id = required_string(env, &app_id, "applicationId")?;
-        logs::install();
-        let settings = Settings::from_spark_conf(&conf)?;
-        crate::settings::validate_app_id(&app_id)?;
-        let runtime = RuntimeLease::acquire()
-            .map_err(|e| JniError::IllegalState(format!("cannot start the native runtime: {e}")))?;
+        let (settings, app_id, runtime) = prepare(env, &conf, &app_id)?;
         let informer = runtime.block_on(ExecutorPodInformer::connect(&settings, &app_id))?;
         Ok(handles::INFORMERS.register(InformerHandle { informer, runtime }))
     })
@@ -298,13 +292,7 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_createServices<'loca
     app_id: JString<'local>,
 ) -> jlong {
     env.with_env(|env| -> Result<_, JniError> {
-        let conf = string_map(env, &conf)?;
-        let app_id = required_string(env, &app_id, "applicationId")?;
-        logs::install();
-        let settings = Settings::from_spark_conf(&conf)?;
-        crate::settings::validate_app_id(&app_id)?;
-        let runtime = RuntimeLease::acquire()
-            .map_err(|e| JniError::IllegalState(format!("cannot start the native runtime: {e}")))?;
+        let (settings, app_id, runtime) = prepare(env, &conf, &app_id)?;
         let services = runtime.block_on(crate::services::ExecutorServices::connect(&settings, &app_id))?;
         Ok(handles::SERVICES.register(ServicesHandle { services, runtime }))
     })
@@ -374,6 +362,23 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_openHandles<'local>(
         Ok((handles::INFORMERS.open_count() + handles::SERVICES.open_count()) as jint)
     })
     .resolve::<ThrowJavaException>()
+}
+
+/// What every constructor needs: Spark's settings and the app id from Java,
+/// validated, the log bridge, and a share of the runtime.
+fn prepare(
+    env: &mut Env<'_>,
+    conf: &JObjectArray<'_, JString<'_>>,
+    app_id: &JString<'_>,
+) -> Result<(Settings, String, RuntimeLease), JniError> {
+    let conf = string_map(env, conf)?;
+    let app_id = required_string(env, app_id, "applicationId")?;
+    logs::install();
+    let settings = Settings::from_spark_conf(&conf)?;
+    crate::settings::validate_app_id(&app_id)?;
+    let runtime =
+        RuntimeLease::acquire().map_err(|e| JniError::IllegalState(format!("cannot start the native runtime: {e}")))?;
+    Ok((settings, app_id, runtime))
 }
 
 fn required_string(env: &mut Env<'_>, value: &JString<'_>, name: &str) -> Result<String, JniError> {

@@ -28,6 +28,18 @@ final class NativeBridge {
 
   private NativeBridge() {}
 
+  /** SparkConf entries as key, value, key, value, ... (what create and createServices take). */
+  static String[] flatten(java.util.Map<String, String> conf) {
+    java.util.Objects.requireNonNull(conf, "sparkConf");
+    String[] flat = new String[conf.size() * 2];
+    int i = 0;
+    for (java.util.Map.Entry<String, String> e : conf.entrySet()) {
+      flat[i++] = e.getKey();
+      flat[i++] = e.getValue();
+    }
+    return flat;
+  }
+
   /** An informer for the app's executor pods, from SparkConf entries as key, value, ... */
   static native long create(String[] confKeyValues, String applicationId);
 

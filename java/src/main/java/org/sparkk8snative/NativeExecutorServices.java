@@ -2,7 +2,6 @@ package org.sparkk8snative;
 
 import java.util.Collection;
 import java.util.Map;
-import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -23,13 +22,7 @@ public final class NativeExecutorServices implements AutoCloseable {
    *     is off or spark.blockManager.port or spark.kubernetes.driver.pod.name is missing
    */
   public static NativeExecutorServices create(Map<String, String> sparkConf, String applicationId) {
-    Objects.requireNonNull(sparkConf, "sparkConf");
-    String[] flat = new String[sparkConf.size() * 2];
-    int i = 0;
-    for (Map.Entry<String, String> e : sparkConf.entrySet()) {
-      flat[i++] = e.getKey();
-      flat[i++] = e.getValue();
-    }
+    String[] flat = NativeBridge.flatten(sparkConf);
     NativeLogBridge.ensureStarted();
     return new NativeExecutorServices(NativeBridge.createServices(flat, applicationId));
   }

@@ -3,7 +3,6 @@ package org.sparkk8snative;
 import java.lang.ref.Cleaner;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -35,13 +34,7 @@ public final class NativeInformer implements AutoCloseable {
    * @throws IllegalArgumentException naming the key whose value cannot be used
    */
   public static NativeInformer create(Map<String, String> sparkConf, String applicationId) {
-    Objects.requireNonNull(sparkConf, "sparkConf");
-    String[] flat = new String[sparkConf.size() * 2];
-    int i = 0;
-    for (Map.Entry<String, String> e : sparkConf.entrySet()) {
-      flat[i++] = e.getKey();
-      flat[i++] = e.getValue();
-    }
+    String[] flat = NativeBridge.flatten(sparkConf);
     NativeLogBridge.ensureStarted();
     return new NativeInformer(NativeBridge.create(flat, applicationId), applicationId);
   }

@@ -508,3 +508,34 @@ async fn five_thousand_pods_sync_and_memory_per_pod_is_reported() {
     assert!(health.cache_json_bytes / 5000 < 4096, "{health:?}");
     informer.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_ca_is_a_clear_error_and_trust_certificates_is_the_only_way_around() {
+    let plane = LocalPlane::shared();
+    let app = unique_app_id("tls");
+    // A certificate the plane's CA signed is not the CA: the apiserver's chain does not verify.
+    let wrong_ca = plane.var("LOCALPLANE_CLIENT_CERT_FILE").to_string();
+    let refusing = informer(
+        plane,
+        Identity::Restricted,
+        Route::Direct,
+        &app,
+        &[("spark.kubernetes.authenticate.caCertFile", &wrong_ca)],
+    )
+    .await;
+    refusing.start().unwrap();
+    let health = wait_for(&refusing, "Degraded", Duration::from_secs(20), |h| h.state.name() == "Degraded").await;
+    let SyncState::Degraded { last_error, .. } = &health.state else { unreachable!() };
+    assert!(last_error.to_lowercase().contains("certificate"), "the cause must name the certificate: {last_error}");
+    assert_eq!(refusing.lister_snapshot().unwrap_err(), NotReady::NeverSynced);
+    refusing.stop().await;
+
+    let trust = [
+        ("spark.kubernetes.authenticate.caCertFile", wrong_ca.as_str()),
+        ("spark.kubernetes.trust.certificates", "true"),
+    ];
+    let trusting = informer(plane, Identity::Restricted, Route::Direct, &app, &trust).await;
+    trusting.start().unwrap();
+    wait_synced(&trusting).await;
+    trusting.stop().await;
+}

@@ -464,6 +464,7 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
                             shared.relists.fetch_add(1, Ordering::Relaxed);
                             tracing::info!(app_id = %shared.app_id, "relisting executor pods");
                         }
+                        tracing::debug!(app_id = %shared.app_id, "listing executor pods ({strategy:?} initial list)");
                         shared.cache.lock().begin_list();
                         shared.health.lock().step(Observation::ListStarted, Instant::now());
                         list_deadline = Some(tokio::time::Instant::now() + settings.initial_list_timeout);

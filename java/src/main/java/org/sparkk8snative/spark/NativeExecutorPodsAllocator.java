@@ -8,6 +8,7 @@ import org.apache.spark.SparkContext;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerApplicationEnd;
+import org.apache.spark.scheduler.SparkListenerApplicationStart;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsAllocator;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
 import org.apache.spark.scheduler.cluster.k8s.KubernetesClusterSchedulerBackend;
@@ -83,7 +84,7 @@ public class NativeExecutorPodsAllocator extends ExecutorPodsAllocator {
         }
         LOG.info("Executor Services of {} are ensured as executor pods are created (the native informer is off)",
             applicationId);
-        stopWithTheDriver(schedulerBackend);
+        followTheDriver(schedulerBackend, null);
       }
       return;
     }
@@ -95,8 +96,7 @@ public class NativeExecutorPodsAllocator extends ExecutorPodsAllocator {
     LOG.info("Executor pods of {} are tracked by the native informer and lister ({}): Spark's watch and "
             + "polling sources are off; snapshots every {} ms from the local cache",
         applicationId, NativeLibrary.nativeVersion(), NativeSnapshotSources.listerIntervalMillis(conf));
-    registerMetrics(created);
-    stopWithTheDriver(schedulerBackend);
+    followTheDriver(schedulerBackend, created);
   }
 
   /** Creates executor pods as Spark does; then, with the informer off, ensures their Services. */
@@ -168,8 +168,10 @@ public class NativeExecutorPodsAllocator extends ExecutorPodsAllocator {
 
   private void registerMetrics(NativeSnapshotSources started) {
     SparkEnv env = SparkEnv.get();
-    if (env == null) {
-      return;
+    synchronized (this) {
+      if (env == null || sources != started || metrics != null) {
+        return; // stopped meanwhile, or already registered
+      }
     }
     NativeInformerMetricsSource source = new NativeInformerMetricsSource(started);
     env.metricsSystem().registerSource(source);
@@ -179,21 +181,32 @@ public class NativeExecutorPodsAllocator extends ExecutorPodsAllocator {
   }
 
   /**
-   * Spark calls the allocator's stop only when spark.kubernetes.executor.deleteOnTermination is
-   * true, so the native sources also stop at the end of the application, and at JVM exit.
+   * Registers the metrics once the application has its id (Spark names sources after it), and
+   * stops the native sources when the application ends: Spark calls the allocator's stop only when
+   * spark.kubernetes.executor.deleteOnTermination is true. JVM exit stops them too.
    */
-  private void stopWithTheDriver(KubernetesClusterSchedulerBackend backend) {
+  private void followTheDriver(KubernetesClusterSchedulerBackend backend, NativeSnapshotSources started) {
     SparkContext sc = sparkContextOf(backend);
     if (sc != null) {
       sc.addSparkListener(new SparkListener() {
+        @Override
+        public void onApplicationStart(SparkListenerApplicationStart start) {
+          if (started != null) {
+            registerMetrics(started);
+          }
+        }
+
         @Override
         public void onApplicationEnd(SparkListenerApplicationEnd end) {
           stopNative();
         }
       });
     } else {
-      LOG.warn("Could not find the SparkContext of the scheduler backend: the native informer stops with the "
+      LOG.warn("Could not find the SparkContext of the scheduler backend: the native sources stop with the "
           + "allocator or at JVM exit");
+      if (started != null) {
+        registerMetrics(started);
+      }
     }
     Runtime.getRuntime().addShutdownHook(new Thread(this::stopNative, "spark-k8s-native-shutdown"));
   }

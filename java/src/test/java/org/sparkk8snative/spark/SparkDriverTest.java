@@ -61,6 +61,10 @@ class SparkDriverTest {
     String appId = sc.applicationId();
     try {
       eventually("Spark to create 2 executor pods", Duration.ofSeconds(60), () -> executorPods(appId).size() == 2);
+      if (nativeInformer) {
+        eventually("the metrics source, registered once the app has its id", Duration.ofSeconds(10),
+            () -> sc.env().metricsSystem().getSourcesByName("sparkK8sNative").size() == 1);
+      }
       for (Pod pod : executorPods(appId)) {
         plane.setPhase(pod.getMetadata().getName(), "Running", 0);
       }

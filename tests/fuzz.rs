@@ -1,0 +1,121 @@
+//! Property tests (fuzzing) of what callers and the JVM feed the library:
+//! Spark settings, durations, app ids, Service names and the batch decoder.
+//! Run briefly in CI; longer by hand: `PROPTEST_CASES=100000 cargo test --release --test fuzz`.
+//! Anything found is kept below as a regression case.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use spark_k8s_native::services::service_name;
+use spark_k8s_native::settings::{keys, parse_spark_duration, validate_app_id, Settings};
+use spark_k8s_native::snapshot::{decode_batch, encode_changes, encode_snapshot, CachedPod, PodChange};
+
+fn key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(keys::MASTER.to_string()),
+        Just(keys::NAMESPACE.to_string()),
+        Just(keys::SUBMIT_IN_DRIVER.to_string()),
+        Just(keys::DRIVER_MASTER.to_string()),
+        Just(keys::LISTER_POLLING_INTERVAL.to_string()),
+        Just(keys::INFORMER_RESYNC_INTERVAL.to_string()),
+        Just(keys::MISSING_POD_DETECT_DELTA.to_string()),
+        Just(keys::STALE_BOUND.to_string()),
+        Just(keys::WATCH_TIMEOUT.to_string()),
+        Just(keys::INITIAL_LIST.to_string()),
+        Just(keys::PAGE_SIZE.to_string()),
+        Just(keys::ENABLE_SERVICE.to_string()),
+        Just(keys::BLOCK_MANAGER_PORT.to_string()),
+        Just(keys::TRUST_CERTIFICATES.to_string()),
+        Just("spark.kubernetes.authenticate.oauthToken".to_string()),
+        Just("spark.kubernetes.authenticate.caCertFile".to_string()),
+        "spark\\.kubernetes\\.native\\.[a-zA-Z.]{0,30}",
+        ".{0,40}",
+    ]
+}
+
+fn value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "k8s://https?://[a-z0-9.:]{0,20}",
+        "-?[0-9]{0,25}(us|ms|s|m|min|h|d|x)?",
+        "true|false|TRUE|yes",
+        ".{0,60}",
+    ]
+}
+
+fn cached(name: String, generation: u64, json: Vec<u8>) -> Arc<CachedPod> {
+    Arc::new(CachedPod {
+        name,
+        uid: "u".into(),
+        resource_version: generation.to_string(),
+        generation,
+        exec_id: None,
+        json: json.into(),
+    })
+}
+
+proptest! {
+    #[test]
+    fn the_settings_parser_never_panics_and_errors_name_a_key(entries in prop::collection::hash_map(key(), value(), 0..10)) {
+        if let Err(e) = Settings::from_spark_conf(&entries) {
+            prop_assert!(!e.key.is_empty());
+            prop_assert!(e.to_string().starts_with(&e.key));
+        }
+    }
+
+    #[test]
+    fn durations_parse_or_say_why(text in ".{0,40}") {
+        if let Err(reason) = parse_spark_duration(&text) {
+            prop_assert!(!reason.is_empty());
+        }
+    }
+
+    #[test]
+    fn app_id_validation_never_panics(app in ".{0,80}") {
+        let _ = validate_app_id(&app);
+    }
+
+    #[test]
+    fn service_names_are_always_dns_1035_labels(app in ".{1,100}", exec in "[0-9]{1,9}") {
+        let name = service_name(&app, &exec);
+        prop_assert!(name.len() <= 63, "{}", name);
+        prop_assert!(name.starts_with(|c: char| c.is_ascii_lowercase()), "{}", name);
+        prop_assert!(name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'), "{}", name);
+        prop_assert!(!name.ends_with('-'), "{}", name);
+        let suffix = format!("-exec-{}", exec);
+        prop_assert!(name.ends_with(&suffix), "{}", name);
+    }
+
+    #[test]
+    fn the_decoder_never_panics_on_garbage(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+        let _ = decode_batch(&bytes);
+    }
+
+    #[test]
+    fn batches_round_trip(pods in prop::collection::vec(("[a-z0-9-]{1,60}", any::<u32>(), prop::collection::vec(any::<u8>(), 0..200)), 0..20),
+                          known in any::<u32>()) {
+        let pods: Vec<_> = pods.into_iter().map(|(n, g, j)| cached(n, g as u64, j)).collect();
+        let changes: Vec<_> = pods.iter().map(|p| PodChange::Applied(p.clone())).collect();
+        let decoded = decode_batch(&encode_changes(&changes)).expect("own encoding decodes");
+        prop_assert_eq!(decoded.len(), pods.len());
+        for (d, p) in decoded.iter().zip(&pods) {
+            prop_assert_eq!(&d.name, &p.name);
+            prop_assert_eq!(d.generation, p.generation);
+            prop_assert_eq!(&d.json[..], &p.json[..]);
+        }
+        let snapshot = decode_batch(&encode_snapshot(&pods, known as u64)).expect("own encoding decodes");
+        for (d, p) in snapshot.iter().zip(&pods) {
+            prop_assert_eq!(d.json.is_empty(), p.generation <= known as u64 || p.json.is_empty());
+        }
+    }
+}
+
+#[test]
+fn regression_cases() {
+    // Values that once looked risky: overflow, empty unit, lone unit, unicode digits.
+    for text in ["18446744073709551615d", "s", "", "٣s", "1\u{0}s"] {
+        assert!(parse_spark_duration(text).is_err(), "{text:?}");
+    }
+    let conf = HashMap::from([(keys::MASTER.to_string(), "k8s://https://[::1".to_string())]);
+    assert!(Settings::from_spark_conf(&conf).is_err());
+}

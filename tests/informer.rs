@@ -539,3 +539,40 @@ async fn a_wrong_ca_is_a_clear_error_and_trust_certificates_is_the_only_way_arou
     wait_synced(&trusting).await;
     trusting.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rewritten_token_file_is_picked_up_without_a_restart() {
+    let plane = LocalPlane::shared();
+    let app = unique_app_id("rotate");
+    // The token file the driver reads; rotated below to the pods-only identity's token.
+    let token_file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{app}.token"));
+    std::fs::copy(plane.var("LOCALPLANE_RESTRICTED_TOKEN_FILE"), &token_file).unwrap();
+    let informer = informer(
+        plane,
+        Identity::Restricted,
+        Route::Direct,
+        &app,
+        &[("spark.kubernetes.authenticate.oauthTokenFile", token_file.to_str().unwrap())],
+    )
+    .await;
+    informer.start().unwrap();
+    wait_synced(&informer).await;
+    let users_of_app = || {
+        std::fs::read_to_string(plane.var("LOCALPLANE_AUDIT_LOG"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(&app))
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|e| e["user"]["username"].as_str().map(str::to_string))
+            .collect::<std::collections::HashSet<String>>()
+    };
+    assert!(users_of_app().contains("spark-driver"));
+    std::fs::copy(plane.var("LOCALPLANE_PODS_ONLY_TOKEN_FILE"), &token_file).unwrap();
+    // kube re-reads a token file at least once a minute; watches reconnect every 10 s.
+    eventually("requests with the rotated token", Duration::from_secs(120), || async {
+        users_of_app().contains("spark-driver-pods-only").then_some(())
+    })
+    .await;
+    assert_eq!(informer.health().state, SyncState::Synced);
+    informer.stop().await;
+}

@@ -204,6 +204,11 @@ async fn without_rights_on_services_the_error_shows_and_the_informer_keeps_worki
     create_driver(&pods, &app).await;
     let informer = informer(plane, Identity::PodsOnly, &app, &[]).await;
     informer.start().unwrap();
+    // Created once the informer follows the watch, so that it arrives as a change.
+    eventually("Synced", Duration::from_secs(30), || async {
+        (informer.health().state == SyncState::Synced).then_some(())
+    })
+    .await;
     kubelet::create_executor(&pods, &app, 1).await.unwrap();
     eventually("the Service error in health", Duration::from_secs(30), || async {
         informer.health().services.filter(|s| s.errors > 0)

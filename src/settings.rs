@@ -69,7 +69,13 @@ pub struct SettingsError {
 
 impl SettingsError {
     pub fn new(key: &str, value: &str, reason: impl Into<String>) -> Self {
-        Self { key: key.to_string(), value: value.to_string(), reason: reason.into() }
+        // A huge value would make a huge message; its start says enough.
+        const SHOWN: usize = 200;
+        let value = match value.char_indices().nth(SHOWN) {
+            Some((cut, _)) => format!("{}... ({} characters)", &value[..cut], value.chars().count()),
+            None => value.to_string(),
+        };
+        Self { key: key.to_string(), value, reason: reason.into() }
     }
 }
 
@@ -193,10 +199,12 @@ impl Settings {
         let auth_key = |name: &str| format!("{auth_prefix}.{name}");
         let auth = AuthSettings {
             oauth_token: conf.non_empty(&auth_key(keys::OAUTH_TOKEN))?.map(str::to_string),
-            oauth_token_file: conf.file(&auth_key(keys::OAUTH_TOKEN_FILE))?,
-            ca_cert_file: conf.file(&auth_key(keys::CA_CERT_FILE))?,
-            client_key_file: conf.file(&auth_key(keys::CLIENT_KEY_FILE))?,
-            client_cert_file: conf.file(&auth_key(keys::CLIENT_CERT_FILE))?,
+            oauth_token_file: conf.file_with(&auth_key(keys::OAUTH_TOKEN_FILE), |text| {
+                (!text.trim().is_empty()).then_some(()).ok_or("is empty: no token in it")
+            })?,
+            ca_cert_file: conf.file_with(&auth_key(keys::CA_CERT_FILE), pem("CERTIFICATE"))?,
+            client_key_file: conf.file_with(&auth_key(keys::CLIENT_KEY_FILE), pem("PRIVATE KEY"))?,
+            client_cert_file: conf.file_with(&auth_key(keys::CLIENT_CERT_FILE), pem("CERTIFICATE"))?,
         };
         if auth.oauth_token.is_some() && auth.oauth_token_file.is_some() {
             return Err(SettingsError::new(
@@ -321,11 +329,19 @@ impl<'a> Conf<'a> {
         }
     }
 
-    fn file(&self, key: &str) -> Result<Option<PathBuf>, SettingsError> {
+    /// A readable file whose text `check` accepts.
+    fn file_with(
+        &self,
+        key: &str,
+        check: impl Fn(&str) -> Result<(), &'static str>,
+    ) -> Result<Option<PathBuf>, SettingsError> {
         let Some(path) = self.non_empty(key)? else { return Ok(None) };
         match std::fs::metadata(path) {
-            Ok(m) if m.is_file() => match std::fs::File::open(path) {
-                Ok(_) => Ok(Some(PathBuf::from(path))),
+            Ok(m) if m.is_file() => match std::fs::read(path) {
+                Ok(bytes) => {
+                    check(&String::from_utf8_lossy(&bytes)).map_err(|reason| SettingsError::new(key, path, reason))?;
+                    Ok(Some(PathBuf::from(path)))
+                }
                 Err(e) => Err(SettingsError::new(key, path, format!("cannot be read: {e}"))),
             },
             Ok(_) => Err(SettingsError::new(key, path, "is not a file")),
@@ -364,6 +380,22 @@ impl<'a> Conf<'a> {
                 Ok(n) if n > 0 => Ok(n),
                 _ => Err(SettingsError::new(key, v, "must be a whole number greater than zero")),
             },
+        }
+    }
+}
+
+/// A check that a file holds a PEM block whose label ends with `label`
+/// (`CERTIFICATE`, or `PRIVATE KEY` for any key type).
+fn pem(label: &'static str) -> impl Fn(&str) -> Result<(), &'static str> {
+    move |text| {
+        let found =
+            text.lines().any(|l| l.starts_with("-----BEGIN ") && l.trim_end().ends_with(&format!("{label}-----")));
+        if found {
+            Ok(())
+        } else if label == "CERTIFICATE" {
+            Err("holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+        } else {
+            Err("holds no PEM private key (-----BEGIN ... PRIVATE KEY-----)")
         }
     }
 }
@@ -619,9 +651,37 @@ mod tests {
     #[test]
     fn client_cert_without_key_is_refused() {
         let cert = std::env::temp_dir().join("spark-k8s-native-settings-cert");
-        std::fs::write(&cert, "c").unwrap();
+        std::fs::write(&cert, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").unwrap();
         let e = err(&[("spark.kubernetes.authenticate.clientCertFile", cert.to_str().unwrap())]);
         assert!(e.reason.contains("clientKeyFile"), "{e}");
+    }
+
+    #[test]
+    fn credential_files_must_hold_what_their_key_says() {
+        let dir = std::env::temp_dir();
+        let garbage = dir.join("spark-k8s-native-settings-garbage");
+        std::fs::write(&garbage, "not a certificate").unwrap();
+        let empty = dir.join("spark-k8s-native-settings-empty");
+        std::fs::write(&empty, "  \n").unwrap();
+        for (key, file) in [
+            ("spark.kubernetes.authenticate.caCertFile", &garbage),
+            ("spark.kubernetes.authenticate.oauthTokenFile", &empty),
+        ] {
+            let e = err(&[(key, file.to_str().unwrap())]);
+            assert_eq!(e.key, key, "{e}");
+        }
+        let e = err(&[
+            ("spark.kubernetes.authenticate.clientCertFile", garbage.to_str().unwrap()),
+            ("spark.kubernetes.authenticate.clientKeyFile", garbage.to_str().unwrap()),
+        ]);
+        assert!(e.key.ends_with("File"), "{e}");
+    }
+
+    #[test]
+    fn huge_values_are_shortened_in_errors() {
+        let e = err(&[(keys::NAMESPACE, &"n".repeat(100_000))]);
+        assert!(e.to_string().len() < 500, "{}", e.to_string().len());
+        assert!(e.value.ends_with("(100000 characters)"), "{}", e.value);
     }
 
     #[test]

@@ -52,7 +52,7 @@ impl PodChangeQueue {
     /// Takes up to `max` changes, oldest first, waiting up to `timeout` for the
     /// first. An empty batch means the timeout passed.
     pub fn take(&self, max: usize, timeout: Duration) -> Result<Vec<PodChange>, QueueClosed> {
-        let deadline = Instant::now() + timeout;
+        let deadline = deadline_after(timeout);
         let mut state = self.state.lock();
         while state.order.is_empty() {
             if state.closed {
@@ -100,6 +100,13 @@ impl PodChangeQueue {
     pub fn coalesced(&self) -> u64 {
         self.state.lock().coalesced
     }
+}
+
+/// `now + timeout`, or about a year from now when that would overflow
+/// (a caller may pass Long.MAX_VALUE milliseconds).
+pub fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use once_cell::sync::Lazy;
 use parking_lot::{Condvar, Mutex};
@@ -66,7 +66,7 @@ pub fn set_max_level(level: u8) {
 
 /// Takes up to `max` records, waiting up to `timeout` for the first.
 pub fn take(max: usize, timeout: Duration) -> Vec<LogRecord> {
-    let deadline = Instant::now() + timeout;
+    let deadline = crate::informer::changes::deadline_after(timeout);
     let mut records = BUFFER.records.lock();
     while records.is_empty() {
         if BUFFER.ready.wait_until(&mut records, deadline).timed_out() {

@@ -385,7 +385,7 @@ fn required_string(env: &mut Env<'_>, value: &JString<'_>, name: &str) -> Result
     if value.is_null() {
         return Err(JniError::InvalidArgument(format!("{name} is null")));
     }
-    Ok(value.try_to_string(env)?)
+    value.try_to_string(env).map_err(|e| JniError::InvalidArgument(format!("{name} is not valid text: {e}")))
 }
 
 /// `key, value, key, value, ...` -> map; every null or odd entry is an error naming it.

@@ -112,9 +112,28 @@ class NativeInformerContractTest {
     assertTrue(e.getMessage().contains("oauthToken"), e.getMessage());
     assertTrue(!e.getMessage().contains("secret-token-value"), "the token must not be echoed");
 
-    for (String appId : new String[] {null, "", " ", "-bad", "x".repeat(64), "caf\u00e9", "a\u0000b"}) {
+    Path garbageCa = Files.createTempFile("ca", ".crt");
+    Files.writeString(garbageCa, "this is not a certificate");
+    Path emptyToken = Files.createTempFile("token", "");
+    Map<String, String[]> files = Map.of(
+        "garbage CA", new String[] {"spark.kubernetes.authenticate.caCertFile", garbageCa.toString()},
+        "empty token file", new String[] {"spark.kubernetes.authenticate.oauthTokenFile", emptyToken.toString()},
+        "huge namespace", new String[] {"spark.kubernetes.namespace", "n".repeat(10_000_000)},
+        "lone surrogate", new String[] {"spark.kubernetes.namespace", "spark\uD800"},
+        "absurd duration", new String[] {"spark.kubernetes.executor.missingPodDetectDelta", "99999999999999d"});
+    for (Map.Entry<String, String[]> c : files.entrySet()) {
+      Map<String, String> conf = plane.sparkConf(false);
+      conf.put(c.getValue()[0], c.getValue()[1]);
+      IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+          () -> NativeInformer.create(conf, "spark-app"), c.getKey());
+      String message = refused.getMessage();
+      assertTrue(message.startsWith(c.getValue()[0]), c.getKey() + " -> " + message.substring(0, Math.min(200, message.length())));
+    }
+
+    for (String appId : new String[] {null, "", " ", "-bad", "x".repeat(64), "caf\u00e9", "a\u0000b", "a/b",
+        "\uD800", "x".repeat(5_000_000)}) {
       IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
-          () -> NativeInformer.create(plane.sparkConf(false), appId), String.valueOf(appId));
+          () -> NativeInformer.create(plane.sparkConf(false), appId), String.valueOf(appId).substring(0, Math.min(20, String.valueOf(appId).length())));
       assertTrue(bad.getMessage().contains("applicationId"), bad.getMessage());
     }
     Map<String, String> nullValue = plane.sparkConf(false);
@@ -128,6 +147,14 @@ class NativeInformerContractTest {
       assertThrows(IllegalArgumentException.class, () -> informer.pollChanges(0, 10));
       assertThrows(IllegalArgumentException.class, () -> informer.pollChanges(10, -1));
       assertThrows(IllegalArgumentException.class, () -> informer.listerSnapshot(-1));
+      informer.start();
+      // Extreme but legal values are served, not crashed on.
+      assertTrue(informer.pollChanges(Integer.MAX_VALUE, 1) != null);
+      java.util.concurrent.CompletableFuture<List<PodBatch.Entry>> forever =
+          java.util.concurrent.CompletableFuture.supplyAsync(() -> informer.pollChanges(1, Long.MAX_VALUE));
+      Thread.sleep(200);
+      informer.stop();
+      assertNull(forever.get(10, TimeUnit.SECONDS));
     } finally {
       informer.close();
     }

@@ -443,9 +443,9 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
                 }
                 _ = async { tokio::time::sleep_until(deadline.unwrap()).await }, if deadline.is_some() => {
                     let error = format!(
-                        "the initial list did not complete within {:?} ({})",
+                        "the initial list did not complete within {:?} (raise {} if the namespace is large)",
                         settings.initial_list_timeout,
-                        spark_key_hint(settings::keys::INITIAL_LIST_TIMEOUT)
+                        settings::keys::INITIAL_LIST_TIMEOUT
                     );
                     fail(&shared, error);
                     if strategy == InitialList::Auto && streaming {
@@ -548,10 +548,6 @@ fn fall_back_from_streaming(shared: &Shared, why: &str) {
         settings::keys::INITIAL_LIST
     );
     *shared.initial_list.lock() = InitialList::WatchCache;
-}
-
-fn spark_key_hint(key: &str) -> String {
-    format!("raise {key} if the namespace is large")
 }
 
 /// Replays cached pods whose current version was not delivered (review

@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use once_cell::sync::Lazy;
@@ -31,11 +31,10 @@ pub struct LogRecord {
 struct LogBuffer {
     records: Mutex<VecDeque<LogRecord>>,
     ready: Condvar,
-    dropped: AtomicU64,
 }
 
 static BUFFER: Lazy<LogBuffer> =
-    Lazy::new(|| LogBuffer { records: Mutex::new(VecDeque::new()), ready: Condvar::new(), dropped: AtomicU64::new(0) });
+    Lazy::new(|| LogBuffer { records: Mutex::new(VecDeque::new()), ready: Condvar::new() });
 
 /// 0 OFF .. 5 TRACE; INFO until Java says otherwise.
 static MAX_LEVEL: AtomicU8 = AtomicU8::new(3);
@@ -77,16 +76,10 @@ pub fn take(max: usize, timeout: Duration) -> Vec<LogRecord> {
     records.drain(..n).collect()
 }
 
-/// Records dropped because nobody drained the buffer.
-pub fn dropped() -> u64 {
-    BUFFER.dropped.load(Ordering::Relaxed)
-}
-
 fn push(record: LogRecord) {
     let mut records = BUFFER.records.lock();
     if records.len() >= CAPACITY {
         records.pop_front();
-        BUFFER.dropped.fetch_add(1, Ordering::Relaxed);
     }
     records.push_back(record);
     drop(records);

@@ -6,18 +6,27 @@
 //! (Java's `ByteBuffer` default):
 //!
 //! ```text
-//! batch := version:u8 (=1) count:u32 entry*
+//! batch := version:u8 (=2) view:u64 count:u32 entry*
+//! view  := lister snapshots: the cache generation they show (every change up to
+//!          it, none after); change batches: 0
 //! entry := kind:u8 generation:u64 name_len:u16 name:utf8 json_len:u32 json
 //! kind  := 0 applied | 1 deleted | 2 unchanged (lister only: json_len = 0, the
 //!          JVM already holds this generation of the pod)
 //! ```
+//!
+//! The lister answers with a batch; or, when the cache is exactly as the JVM's
+//! previous snapshot showed it, the single byte 1 (the JVM reuses that
+//! snapshot: nothing is encoded, copied or decoded); or, when not ready, a 0
+//! byte and the reason in UTF-8.
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-pub const FORMAT_VERSION: u8 = 1;
+pub const FORMAT_VERSION: u8 = 2;
+/// The lister's answer when nothing changed since the JVM's previous snapshot.
+pub const UNCHANGED_SINCE_KNOWN: u8 = 1;
 
 /// One pod as the cache holds it and the JVM receives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,7 +96,7 @@ const UNCHANGED: u8 = 2;
 /// Encodes changes for the informer source.
 pub fn encode_changes(changes: &[PodChange]) -> Vec<u8> {
     let size = changes.iter().map(|c| entry_size(c.pod(), true)).sum::<usize>();
-    let mut out = header(changes.len(), size);
+    let mut out = header(0, changes.len(), size);
     for change in changes {
         let kind = if matches!(change, PodChange::Applied(_)) { APPLIED } else { DELETED };
         put_entry(&mut out, kind, change.pod(), true);
@@ -95,13 +104,17 @@ pub fn encode_changes(changes: &[PodChange]) -> Vec<u8> {
     out
 }
 
-/// Encodes a full snapshot for the lister source. Pods whose generation is at
-/// most `known_generation` (the highest generation of the JVM's previous
-/// snapshot) are sent without JSON: the JVM holds them already.
-pub fn encode_snapshot(pods: &[Arc<CachedPod>], known_generation: u64) -> Vec<u8> {
+/// Encodes a full snapshot for the lister source: `pods`, the cache at
+/// generation `view`. `known_generation` is the view of the JVM's previous
+/// snapshot: a pod at or below it was in that snapshot, so it is sent without
+/// JSON; when the cache has not changed since, the answer is one byte.
+pub fn encode_snapshot(pods: &[Arc<CachedPod>], known_generation: u64, view: u64) -> Vec<u8> {
+    if known_generation != 0 && known_generation == view {
+        return vec![UNCHANGED_SINCE_KNOWN];
+    }
     let changed = |p: &CachedPod| p.generation > known_generation;
     let size = pods.iter().map(|p| entry_size(p, changed(p))).sum::<usize>();
-    let mut out = header(pods.len(), size);
+    let mut out = header(view, pods.len(), size);
     for pod in pods {
         let kind = if changed(pod) { APPLIED } else { UNCHANGED };
         put_entry(&mut out, kind, pod, changed(pod));
@@ -118,9 +131,10 @@ pub fn encode_not_ready(reason: &str) -> Vec<u8> {
     out
 }
 
-fn header(count: usize, entries_size: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(5 + entries_size);
+fn header(view: u64, count: usize, entries_size: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(13 + entries_size);
     out.push(FORMAT_VERSION);
+    out.extend_from_slice(&view.to_be_bytes());
     out.extend_from_slice(&(count as u32).to_be_bytes());
     out
 }
@@ -149,12 +163,20 @@ pub struct DecodedEntry {
     pub json: Vec<u8>,
 }
 
+/// A decoded batch (the Rust mirror of the Java decoder).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodedBatch {
+    pub view: u64,
+    pub entries: Vec<DecodedEntry>,
+}
+
 /// Decodes a batch; `None` if it is malformed.
-pub fn decode_batch(bytes: &[u8]) -> Option<Vec<DecodedEntry>> {
+pub fn decode_batch(bytes: &[u8]) -> Option<DecodedBatch> {
     let mut reader = Reader(bytes);
     if reader.take(1)?[0] != FORMAT_VERSION {
         return None;
     }
+    let view = u64::from_be_bytes(reader.take(8)?.try_into().ok()?);
     let count = u32::from_be_bytes(reader.take(4)?.try_into().ok()?) as usize;
     let mut entries = Vec::with_capacity(count.min(1 << 16));
     for _ in 0..count {
@@ -166,7 +188,7 @@ pub fn decode_batch(bytes: &[u8]) -> Option<Vec<DecodedEntry>> {
         let json = reader.take(json_len)?.to_vec();
         entries.push(DecodedEntry { kind, generation, name, json });
     }
-    reader.0.is_empty().then_some(entries)
+    reader.0.is_empty().then_some(DecodedBatch { view, entries })
 }
 
 struct Reader<'a>(&'a [u8]);
@@ -220,7 +242,9 @@ mod tests {
         let a = Arc::new(cached_pod(pod("a", "1"), 1));
         let b = Arc::new(deleted_pod(pod("b", "2"), 2));
         let bytes = encode_changes(&[PodChange::Applied(a.clone()), PodChange::Deleted(b.clone())]);
-        let entries = decode_batch(&bytes).unwrap();
+        let batch = decode_batch(&bytes).unwrap();
+        assert_eq!(batch.view, 0, "a change batch is no view of the cache");
+        let entries = batch.entries;
         assert_eq!(entries.len(), 2);
         assert_eq!((entries[0].kind, entries[0].generation, entries[0].name.as_str()), (0, 1, "a"));
         assert_eq!(entries[0].json, a.json.to_vec());
@@ -231,10 +255,21 @@ mod tests {
     #[test]
     fn snapshots_omit_pods_the_jvm_already_holds() {
         let pods: Vec<_> = (1..=3).map(|g| Arc::new(cached_pod(pod(&format!("p{g}"), "1"), g))).collect();
-        let entries = decode_batch(&encode_snapshot(&pods, 2)).unwrap();
-        let kinds: Vec<_> = entries.iter().map(|e| (e.kind, e.json.is_empty())).collect();
+        let batch = decode_batch(&encode_snapshot(&pods, 2, 3)).unwrap();
+        assert_eq!(batch.view, 3);
+        let kinds: Vec<_> = batch.entries.iter().map(|e| (e.kind, e.json.is_empty())).collect();
         assert_eq!(kinds, [(2, true), (2, true), (0, false)]);
-        assert!(decode_batch(&encode_snapshot(&[], 0)).unwrap().is_empty());
+        assert!(decode_batch(&encode_snapshot(&[], 0, 0)).unwrap().entries.is_empty());
+    }
+
+    #[test]
+    fn an_unchanged_cache_is_one_byte() {
+        let pods: Vec<_> = (1..=3).map(|g| Arc::new(cached_pod(pod(&format!("p{g}"), "1"), g))).collect();
+        assert_eq!(encode_snapshot(&pods, 5, 5), [UNCHANGED_SINCE_KNOWN]);
+        // A deletion moves the view past every live pod's generation: still a full answer.
+        assert_eq!(decode_batch(&encode_snapshot(&pods, 5, 6)).unwrap().entries.len(), 3);
+        // The JVM's first round knows nothing, even of an empty cache.
+        assert!(decode_batch(&encode_snapshot(&[], 0, 0)).is_some());
     }
 
     #[test]
@@ -242,7 +277,8 @@ mod tests {
         let bytes = encode_changes(&[PodChange::Applied(Arc::new(cached_pod(pod("a", "1"), 1)))]);
         assert!(decode_batch(&bytes[..bytes.len() - 1]).is_none());
         assert!(decode_batch(&[]).is_none());
-        assert!(decode_batch(&[9, 0, 0, 0, 0]).is_none());
+        assert!(decode_batch(&[9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).is_none());
+        assert!(decode_batch(&[UNCHANGED_SINCE_KNOWN]).is_none(), "not a batch");
         let mut extra = bytes.clone();
         extra.push(0);
         assert!(decode_batch(&extra).is_none());

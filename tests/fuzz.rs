@@ -96,15 +96,18 @@ proptest! {
                           known in any::<u32>()) {
         let pods: Vec<_> = pods.into_iter().map(|(n, g, j)| cached(n, g as u64, j)).collect();
         let changes: Vec<_> = pods.iter().map(|p| PodChange::Applied(p.clone())).collect();
-        let decoded = decode_batch(&encode_changes(&changes)).expect("own encoding decodes");
+        let decoded = decode_batch(&encode_changes(&changes)).expect("own encoding decodes").entries;
         prop_assert_eq!(decoded.len(), pods.len());
         for (d, p) in decoded.iter().zip(&pods) {
             prop_assert_eq!(&d.name, &p.name);
             prop_assert_eq!(d.generation, p.generation);
             prop_assert_eq!(&d.json[..], &p.json[..]);
         }
-        let snapshot = decode_batch(&encode_snapshot(&pods, known as u64)).expect("own encoding decodes");
-        for (d, p) in snapshot.iter().zip(&pods) {
+        // A view past every generation: never the one-byte "unchanged" answer.
+        let view = known as u64 + u32::MAX as u64 + 1;
+        let snapshot = decode_batch(&encode_snapshot(&pods, known as u64, view)).expect("own encoding decodes");
+        prop_assert_eq!(snapshot.view, view);
+        for (d, p) in snapshot.entries.iter().zip(&pods) {
             prop_assert_eq!(d.json.is_empty(), p.generation <= known as u64 || p.json.is_empty());
         }
     }

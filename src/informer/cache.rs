@@ -81,6 +81,12 @@ impl ExecutorPodCache {
         self.live.values().cloned().collect()
     }
 
+    /// The generation of the last change (0 before any): a cache at the same
+    /// generation holds exactly the same pods.
+    pub fn generation(&self) -> u64 {
+        self.last_generation
+    }
+
     pub fn get(&self, name: &str) -> Option<&Arc<CachedPod>> {
         self.live.get(name)
     }

@@ -105,6 +105,8 @@ pub struct ServiceHealth {
 #[derive(Debug, Clone)]
 pub struct ListerSnapshot {
     pub pods: Vec<Arc<CachedPod>>,
+    /// The cache's generation: the snapshot holds every change up to it.
+    pub generation: u64,
 }
 
 struct Shared {
@@ -344,7 +346,8 @@ impl ExecutorPodInformer {
             feed_activity(&mut health, &self.shared.activity);
             health.readiness(Instant::now(), self.shared.settings.stale_bound)?;
         }
-        Ok(ListerSnapshot { pods: self.shared.cache.lock().snapshot() })
+        let cache = self.shared.cache.lock();
+        Ok(ListerSnapshot { pods: cache.snapshot(), generation: cache.generation() })
     }
 }
 
@@ -373,14 +376,18 @@ fn watcher_config(settings: &InformerSettings, selector: &str, strategy: Initial
 /// Whether an error during a streaming initial list means the server does not
 /// support it (WatchList off or too old), rather than a passing failure.
 fn streaming_unsupported(error: &watcher::Error) -> bool {
-    let status = match error {
+    matches!(status_code(error), Some(400 | 422 | 501))
+}
+
+/// The apiserver's status code of a watch error, in the response or in the stream.
+fn status_code(error: &watcher::Error) -> Option<u16> {
+    match error {
         watcher::Error::WatchStartFailed(kube::Error::Api(s)) | watcher::Error::WatchFailed(kube::Error::Api(s)) => {
-            s.code
+            Some(s.code)
         }
-        watcher::Error::WatchError(s) => s.code,
-        _ => return false,
-    };
-    matches!(status, 400 | 422 | 501)
+        watcher::Error::WatchError(s) => Some(s.code),
+        _ => None,
+    }
 }
 
 /// The error and its causes, on one line.
@@ -515,6 +522,10 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
                     Some(Err(error)) => {
                         let unsupported = strategy == InitialList::Auto && !listed_here && streaming_unsupported(&error);
                         fail(&shared, describe(&error));
+                        if status_code(&error) == Some(410) {
+                            let as_of = shared.activity.last_success_before_watch();
+                            shared.health.lock().step(Observation::Behind(as_of), Instant::now());
+                        }
                         if unsupported {
                             fall_back_from_streaming(&shared, &describe(&error));
                             continue 'watcher;

@@ -121,8 +121,9 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_pollChanges<'local>(
 }
 
 /// `byte[] listerSnapshot(long handle, long knownGeneration)`: a full snapshot
-/// (pods up to `knownGeneration` without JSON), or, when not ready, a 0 byte
-/// followed by the reason in UTF-8.
+/// (pods up to `knownGeneration` without JSON), one byte when nothing changed
+/// since `knownGeneration`, or, when not ready, a 0 byte followed by the reason
+/// in UTF-8 (see `snapshot.rs`).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_sparkk8snative_NativeBridge_listerSnapshot<'local>(
     mut env: EnvUnowned<'local>,
@@ -134,7 +135,7 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_listerSnapshot<'loca
         let known = non_negative(known_generation, "knownGeneration")?;
         let handle = handles::INFORMERS.get(handle)?;
         let bytes = match handle.informer.lister_snapshot() {
-            Ok(snapshot) => snapshot::encode_snapshot(&snapshot.pods, known),
+            Ok(snapshot) => snapshot::encode_snapshot(&snapshot.pods, known, snapshot.generation),
             Err(not_ready) => snapshot::encode_not_ready(&not_ready.to_string()),
         };
         Ok(env.byte_array_from_slice(&bytes)?)

@@ -64,15 +64,19 @@ public final class NativeInformer implements AutoCloseable {
 
   /**
    * A full snapshot of the cache for Spark's {@code replaceSnapshot}, with pods whose generation
-   * is at most {@code knownGeneration} marked {@link PodBatch#UNCHANGED} (no JSON); or a
-   * not-ready answer while the cache is unsynced or stale.
+   * is at most {@code knownGeneration} (the {@link ListerSnapshot#generation()} of the caller's
+   * previous snapshot) marked {@link PodBatch#UNCHANGED} (no JSON); an "unchanged" answer when
+   * nothing changed since; or a not-ready answer while the cache is unsynced or stale.
    */
   public ListerSnapshot listerSnapshot(long knownGeneration) {
     byte[] bytes = NativeBridge.listerSnapshot(handle, knownGeneration);
     if (PodBatch.isNotReady(bytes)) {
       return ListerSnapshot.notReady(PodBatch.notReadyReason(bytes));
     }
-    return ListerSnapshot.ready(PodBatch.decode(bytes));
+    if (PodBatch.isUnchangedSinceKnown(bytes)) {
+      return ListerSnapshot.unchangedSince(knownGeneration);
+    }
+    return ListerSnapshot.ready(PodBatch.decode(bytes), PodBatch.viewGeneration(bytes), bytes.length);
   }
 
   public InformerHealth health() {

@@ -10,8 +10,9 @@ import java.util.Collections;
 import java.util.List;
 
 /**
- * Decodes what the native side sends (see {@code snapshot.rs}): a version byte, a count, then
- * entries of kind, generation, pod name and the pod as JSON. Pods are decoded with Spark's own
+ * Decodes what the native side sends (see {@code snapshot.rs}): a version byte, the view (the
+ * cache generation a lister snapshot shows), a count, then entries of kind, generation, pod name
+ * and the pod as JSON. Pods are decoded with Spark's own
  * fabric8 model, lazily, so that a pod the caller already holds is never decoded again.
  */
 public final class PodBatch {
@@ -22,7 +23,9 @@ public final class PodBatch {
   /** In a lister snapshot: unchanged since the caller's known generation; no JSON. */
   public static final byte UNCHANGED = 2;
 
-  private static final byte FORMAT_VERSION = 1;
+  private static final byte FORMAT_VERSION = 2;
+  /** The lister's one-byte answer: the cache is exactly as the caller's known generation. */
+  private static final byte UNCHANGED_SINCE_KNOWN = 1;
   private static final KubernetesSerialization SERIALIZATION = new KubernetesSerialization();
 
   /** One entry of a batch. */
@@ -82,6 +85,7 @@ public final class PodBatch {
       if (version != FORMAT_VERSION) {
         throw new IllegalArgumentException("unknown batch format version " + version);
       }
+      in.getLong(); // the view: see viewGeneration
       int count = in.getInt();
       List<Entry> entries = new ArrayList<>(count);
       for (int i = 0; i < count; i++) {
@@ -102,6 +106,19 @@ public final class PodBatch {
     } catch (RuntimeException e) {
       throw new IllegalArgumentException("malformed batch from the native library: " + e.getMessage(), e);
     }
+  }
+
+  /** The cache generation a lister snapshot shows (0 for change batches). */
+  static long viewGeneration(byte[] bytes) {
+    if (bytes.length < 9 || bytes[0] != FORMAT_VERSION) {
+      throw new IllegalArgumentException("malformed batch from the native library: no view generation");
+    }
+    return ByteBuffer.wrap(bytes, 1, 8).getLong();
+  }
+
+  /** Whether a lister answer means "nothing changed since the known generation". */
+  static boolean isUnchangedSinceKnown(byte[] bytes) {
+    return bytes != null && bytes.length == 1 && bytes[0] == UNCHANGED_SINCE_KNOWN;
   }
 
   /** Whether a lister answer means "not ready" (then {@link #notReadyReason} says why). */

@@ -28,6 +28,16 @@ public final class NativeInformerMetricsSource implements Source {
     gauge("pendingChanges", InformerHealth::pendingChanges);
     gauge("secondsSinceLastEvent", h -> h.millisSinceLastEvent() < 0 ? -1 : h.millisSinceLastEvent() / 1000);
     gauge("secondsSinceLastActivity", h -> h.millisSinceLastActivity() < 0 ? -1 : h.millisSinceLastActivity() / 1000);
+    listerGauge("lastSnapshotMicros", round -> round.nanos() / 1000);
+    listerGauge("lastSnapshotPods", NativeListerSnapshotSource.Round::pods);
+    listerGauge("lastSnapshotChangedPods", NativeListerSnapshotSource.Round::changedPods);
+  }
+
+  private void listerGauge(String name, ToLongFunction<NativeListerSnapshotSource.Round> read) {
+    registry.register(MetricRegistry.name("lister", name), (Gauge<Long>) () -> {
+      NativeListerSnapshotSource.Round round = sources.listerSource().lastRound();
+      return round == null ? -1L : read.applyAsLong(round);
+    });
   }
 
   private void gauge(String name, ToLongFunction<InformerHealth> read) {

@@ -1,6 +1,5 @@
 package org.sparkk8snative.spark;
 
-import io.fabric8.kubernetes.api.model.Pod;
 import java.util.List;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
 import org.slf4j.Logger;
@@ -55,8 +54,7 @@ public final class NativeInformerSnapshotSource implements ExecutorPodsSnapshotS
       }
       for (PodBatch.Entry change : changes) {
         try {
-          Pod pod = change.decodePod();
-          store.updatePod(pod);
+          store.updatePod(shared.decode(change));
         } catch (RuntimeException e) {
           // One undeliverable change must not stop the others.
           LOG.warn("Could not deliver the change of pod {} to Spark", change.podName(), e);

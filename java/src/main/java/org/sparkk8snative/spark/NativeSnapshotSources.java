@@ -59,7 +59,7 @@ public final class NativeSnapshotSources {
     return informerSource;
   }
 
-  public ExecutorPodsSnapshotSource listerSource() {
+  public NativeListerSnapshotSource listerSource() {
     return listerSource;
   }
 

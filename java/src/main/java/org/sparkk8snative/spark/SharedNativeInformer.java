@@ -1,16 +1,26 @@
 package org.sparkk8snative.spark;
 
+import io.fabric8.kubernetes.api.model.Pod;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.sparkk8snative.NativeInformer;
+import org.sparkk8snative.PodBatch;
 
 /**
  * The one native informer behind the informer source and the lister source: created and started
- * by the first source to start, closed when the last one stops.
+ * by the first source to start, closed when the last one stops. Also the one place pods are
+ * decoded: a pod state (name and cache generation) is decoded once, by whichever source meets it
+ * first, and the other reuses the object (the same one Spark's store holds).
  */
 final class SharedNativeInformer {
   private static final Logger LOG = LoggerFactory.getLogger(SharedNativeInformer.class);
+
+  private record Decoded(long generation, Pod pod) {}
+
+  /** The latest decoded state of each live pod. */
+  private final Map<String, Decoded> decoded = new ConcurrentHashMap<>();
 
   private final Map<String, String> sparkConf;
   private NativeInformer informer;
@@ -45,7 +55,24 @@ final class SharedNativeInformer {
     if (users > 0 && --users == 0) {
       informer.close();
       informer = null;
+      decoded.clear();
     }
+  }
+
+  /** The entry's pod, decoded unless this state of it was decoded before. */
+  Pod decode(PodBatch.Entry entry) {
+    Decoded known = decoded.get(entry.podName());
+    if (known != null && known.generation() == entry.generation()) {
+      return known.pod();
+    }
+    Pod pod = entry.decodePod();
+    if (entry.kind() == PodBatch.DELETED) {
+      decoded.remove(entry.podName());
+    } else {
+      decoded.merge(entry.podName(), new Decoded(entry.generation(), pod),
+          (old, fresh) -> fresh.generation() >= old.generation() ? fresh : old);
+    }
+    return pod;
   }
 
   /** The running informer, or null. */

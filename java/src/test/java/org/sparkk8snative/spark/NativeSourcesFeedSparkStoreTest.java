@@ -67,6 +67,12 @@ class NativeSourcesFeedSparkStoreTest {
     eventually("a later full snapshot", Duration.ofSeconds(5), () -> store.replacements.get() > before);
     eventually("three pods in the full snapshot", Duration.ofSeconds(5), () ->
         store.replacementSizes.get(store.replacementSizes.size() - 1) == 3);
+    // Nothing changed since: the next round decodes no pod again, and its figures are published.
+    int settled = store.replacements.get();
+    eventually("a round with nothing to decode", Duration.ofSeconds(5), () -> store.replacements.get() > settled + 1);
+    assertEquals(3L, gauges.get("lister.lastSnapshotPods").getValue());
+    assertEquals(0L, gauges.get("lister.lastSnapshotChangedPods").getValue());
+    assertTrue((Long) gauges.get("lister.lastSnapshotMicros").getValue() > 0);
   }
 
   @Test

@@ -23,6 +23,8 @@ pub struct ApiActivity {
     epoch: Instant,
     /// Nanoseconds after `epoch` of the last byte of a successful response; 0: none yet.
     last_success_nanos: AtomicU64,
+    /// `last_success_nanos` when the latest WATCH request was sent.
+    success_before_watch_nanos: AtomicU64,
     lists: AtomicU64,
     watches: AtomicU64,
 }
@@ -32,6 +34,7 @@ impl Default for ApiActivity {
         Self {
             epoch: Instant::now(),
             last_success_nanos: AtomicU64::new(0),
+            success_before_watch_nanos: AtomicU64::new(0),
             lists: AtomicU64::new(0),
             watches: AtomicU64::new(0),
         }
@@ -41,10 +44,17 @@ impl Default for ApiActivity {
 impl ApiActivity {
     /// When the apiserver last sent a byte of a successful response.
     pub fn last_success(&self) -> Option<Instant> {
-        match self.last_success_nanos.load(Ordering::Relaxed) {
-            0 => None,
-            n => Some(self.epoch + Duration::from_nanos(n)),
-        }
+        self.instant(self.last_success_nanos.load(Ordering::Relaxed))
+    }
+
+    /// When the apiserver last sent a byte of a successful response before the latest WATCH
+    /// request was sent: how current the cache is when that watch cannot resume (410 Gone).
+    pub fn last_success_before_watch(&self) -> Option<Instant> {
+        self.instant(self.success_before_watch_nanos.load(Ordering::Relaxed))
+    }
+
+    fn instant(&self, nanos: u64) -> Option<Instant> {
+        (nanos != 0).then(|| self.epoch + Duration::from_nanos(nanos))
     }
 
     /// LIST requests sent (every page counts).
@@ -67,6 +77,10 @@ impl ApiActivity {
             return;
         }
         let watch = req.uri().query().is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
+        if watch {
+            let before = self.last_success_nanos.load(Ordering::Relaxed);
+            self.success_before_watch_nanos.store(before, Ordering::Relaxed);
+        }
         if watch { &self.watches } else { &self.lists }.fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -54,6 +54,10 @@ pub enum Observation {
     Failed(String),
     /// The apiserver sent part of a successful response at this instant.
     Alive(Instant),
+    /// The watch could not resume (410 Gone): the cache is current only as of this instant
+    /// (the last sign of life before that watch was sent). The answer that said 410 proves
+    /// the apiserver alive, not the cache current.
+    Behind(Option<Instant>),
     /// The informer was stopped.
     Stopped,
 }
@@ -88,12 +92,14 @@ pub struct Health {
     state: SyncState,
     has_synced: bool,
     last_alive: Option<Instant>,
+    /// When the last failure was seen: only a sign of life after it ends a run of failures.
+    last_failure: Option<Instant>,
     errors: u64,
 }
 
 impl Default for Health {
     fn default() -> Self {
-        Self { state: SyncState::Starting, has_synced: false, last_alive: None, errors: 0 }
+        Self { state: SyncState::Starting, has_synced: false, last_alive: None, last_failure: None, errors: 0 }
     }
 }
 
@@ -132,11 +138,18 @@ impl Health {
                 self.recover();
             }
             Observation::Alive(at) => {
-                self.alive(at);
-                self.recover();
+                // Every read of the health replays the last sign of life; one from before the
+                // last failure says nothing of now: it neither ends a Degraded spell (else every
+                // spell would end at the next read) nor freshens the cache.
+                if self.last_failure.is_none_or(|failed| at > failed) {
+                    self.alive(at);
+                    self.recover();
+                }
             }
+            Observation::Behind(current_as_of) => self.last_alive = self.last_alive.min(current_as_of),
             Observation::Failed(error) => {
                 self.errors += 1;
+                self.last_failure = Some(now);
                 self.state = match std::mem::replace(&mut self.state, SyncState::Starting) {
                     SyncState::Degraded { since, consecutive_failures, .. } => {
                         SyncState::Degraded { since, last_error: error, consecutive_failures: consecutive_failures + 1 }
@@ -257,6 +270,61 @@ mod tests {
         h.step(Observation::Alive(secs(t0, 20)), secs(t0, 20));
         assert_eq!(h.state(), &SyncState::Synced);
         assert_eq!(h.readiness(secs(t0, 20), BOUND), Ok(()));
+    }
+
+    #[test]
+    fn only_a_sign_of_life_after_a_failure_ends_it() {
+        let t0 = Instant::now();
+        let mut h = Health::default();
+        h.step(Observation::ListCompleted, t0);
+        h.step(Observation::Alive(secs(t0, 4)), secs(t0, 4));
+        h.step(Observation::Failed("410 Gone".into()), secs(t0, 5));
+        // What every health read and tick does: replay the last sign of life, check for silence.
+        for s in 5..8 {
+            h.step(Observation::Alive(secs(t0, 4)), secs(t0, s));
+            h.check_silence(secs(t0, s), BOUND);
+            assert_eq!(h.state().name(), "Degraded", "at {s}s");
+        }
+        h.step(Observation::Alive(secs(t0, 8)), secs(t0, 8));
+        assert_eq!(h.state(), &SyncState::Synced);
+        assert_eq!(h.errors(), 1);
+    }
+
+    #[test]
+    fn a_watch_that_cannot_resume_leaves_the_cache_as_old_as_before_that_watch() {
+        let t0 = Instant::now();
+        let mut h = Health::default();
+        h.step(Observation::ListCompleted, t0);
+        h.step(Observation::Alive(secs(t0, 2)), secs(t0, 2));
+        // The resumed watch answers 200 at 9s, then 410 in its stream.
+        h.step(Observation::Alive(secs(t0, 9)), secs(t0, 9));
+        h.step(Observation::Failed("410 Gone".into()), secs(t0, 9));
+        h.step(Observation::Behind(Some(secs(t0, 2))), secs(t0, 9));
+        h.step(Observation::Alive(secs(t0, 9)), secs(t0, 10));
+        assert_eq!(h.readiness(secs(t0, 16), BOUND), Ok(()));
+        assert_eq!(
+            h.readiness(secs(t0, 16), Duration::from_secs(5)),
+            Err(NotReady::Stale { silent_for: Duration::from_secs(14) })
+        );
+        h.step(Observation::Alive(secs(t0, 19)), secs(t0, 19));
+        h.step(Observation::ListCompleted, secs(t0, 19));
+        assert_eq!(h.readiness(secs(t0, 19), Duration::from_secs(5)), Ok(()));
+    }
+
+    #[test]
+    fn a_stale_spell_is_one_failure_however_often_health_is_read() {
+        let t0 = Instant::now();
+        let mut h = Health::default();
+        h.step(Observation::ListCompleted, t0);
+        for s in 16..40 {
+            h.step(Observation::Alive(t0), secs(t0, s));
+            h.check_silence(secs(t0, s), BOUND);
+        }
+        assert_eq!(h.errors(), 1);
+        match h.state() {
+            SyncState::Degraded { consecutive_failures, .. } => assert_eq!(*consecutive_failures, 1),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -17,9 +17,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 
@@ -35,27 +38,63 @@ public final class TestPlane {
   private final Map<String, String> env;
   private final KubernetesClient admin;
   private final HttpClient http = HttpClient.newHttpClient();
+  /** Stops the plane when this JVM started it for one test class only; null for the shared plane. */
+  private Runnable stopper;
 
   private TestPlane(Map<String, String> env) {
+    this(env, Config.DEFAULT_REQUEST_RETRY_BACKOFFLIMIT);
+  }
+
+  private TestPlane(Map<String, String> env, int requestRetries) {
     this.env = env;
     Config config = new ConfigBuilder()
         .withMasterUrl(env.get("LOCALPLANE_APISERVER"))
         .withCaCertFile(env.get("LOCALPLANE_CA_FILE"))
         .withOauthToken(read(env.get("LOCALPLANE_ADMIN_TOKEN_FILE")))
         .withNamespace(namespace())
+        .withRequestRetryBackoffLimit(requestRetries)
         .build();
     this.admin = new KubernetesClientBuilder().withConfig(config).build();
+  }
+
+  /**
+   * The same plane, with an admin client that never retries on its own (fabric8 backs off for
+   * up to minutes while the apiserver restarts), for callers that retry as they see fit.
+   */
+  public TestPlane failingFast() {
+    return new TestPlane(env, 0);
   }
 
   public static synchronized TestPlane get() {
     if (shared == null) {
       String file = System.getProperty("spark.k8s.native.test.planeEnv", "");
-      shared = new TestPlane(file.isEmpty() ? startOwn() : readEnv(Paths.get(file)));
+      shared = new TestPlane(file.isEmpty() ? startOwn("jvm").env : readEnv(Paths.get(file)));
     }
     return shared;
   }
 
-  private static Map<String, String> startOwn() {
+  /**
+   * Starts a plane of the caller's own (e.g. {@code "--watch-cache=false"}), in target/localplane-{@code
+   * name}-PID; {@link #stop()} stops it, else the JVM's exit does.
+   */
+  public static TestPlane start(String name, String... localplaneArgs) {
+    OwnPlane own = startOwn(name, localplaneArgs);
+    TestPlane plane = new TestPlane(own.env);
+    plane.stopper = own.stopper;
+    return plane;
+  }
+
+  /** Stops a plane started by {@link #start}; the shared plane is left alone. */
+  public void stop() {
+    if (stopper != null) {
+      admin.close();
+      stopper.run();
+    }
+  }
+
+  private record OwnPlane(Map<String, String> env, Runnable stopper) {}
+
+  private static OwnPlane startOwn(String name, String... localplaneArgs) {
     try {
       Path root = Paths.get(System.getProperty("user.dir")).getParent();
       Process build = new ProcessBuilder("bash", root.resolve("scripts/localplane-build.sh").toString())
@@ -64,19 +103,25 @@ public final class TestPlane {
       if (build.waitFor() != 0) {
         throw new IllegalStateException("scripts/localplane-build.sh failed");
       }
-      Path dir = root.resolve("target/localplane-jvm-" + ProcessHandle.current().pid());
-      Process start = new ProcessBuilder(bin + "/localplane", "start", "--dir", dir.toString()).inheritIO().start();
+      Path dir = root.resolve("target/localplane-" + name + "-" + ProcessHandle.current().pid());
+      List<String> command = new ArrayList<>(List.of(bin + "/localplane", "start", "--dir", dir.toString()));
+      command.addAll(List.of(localplaneArgs));
+      Process start = new ProcessBuilder(command).inheritIO().start();
       if (start.waitFor() != 0) {
         throw new IllegalStateException("localplane start failed");
       }
-      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-        try {
-          new ProcessBuilder(bin + "/localplane", "stop", "--dir", dir.toString()).start().waitFor(30, TimeUnit.SECONDS);
-        } catch (Exception ignored) {
-          // best effort at exit
+      AtomicBoolean stopped = new AtomicBoolean();
+      Runnable stopper = () -> {
+        if (stopped.compareAndSet(false, true)) {
+          try {
+            new ProcessBuilder(bin + "/localplane", "stop", "--dir", dir.toString()).start().waitFor(30, TimeUnit.SECONDS);
+          } catch (Exception ignored) {
+            // best effort
+          }
         }
-      }));
-      return readEnv(dir.resolve("plane.env"));
+      };
+      Runtime.getRuntime().addShutdownHook(new Thread(stopper));
+      return new OwnPlane(readEnv(dir.resolve("plane.env")), stopper);
     } catch (IOException | InterruptedException e) {
       throw new IllegalStateException("could not start a local control plane", e);
     }
@@ -175,7 +220,7 @@ public final class TestPlane {
   }
 
   /** Sets the pod's phase as the kubelet would; {@code exitCode} is used for Failed and Succeeded. */
-  public void setPhase(String podName, String phase, int exitCode) {
+  public Pod setPhase(String podName, String phase, int exitCode) {
     ContainerStatusBuilder status = new ContainerStatusBuilder()
         .withName("spark-kubernetes-executor").withImage("spark:4.0.0").withImageID("")
         .withRestartCount(0).withReady("Running".equals(phase));
@@ -188,7 +233,7 @@ public final class TestPlane {
     Pod pod = admin.pods().inNamespace(namespace()).withName(podName).get();
     pod.setStatus(new PodStatusBuilder().withPhase(phase).withPodIP("10.244.0.10")
         .withContainerStatuses(status.build()).build());
-    admin.pods().inNamespace(namespace()).resource(pod).updateStatus();
+    return admin.pods().inNamespace(namespace()).resource(pod).updateStatus();
   }
 
   public void deletePod(String podName) {

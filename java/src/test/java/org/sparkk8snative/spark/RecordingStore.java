@@ -1,0 +1,155 @@
+package org.sparkk8snative.spark;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import org.apache.spark.SparkConf;
+import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshot;
+import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
+import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStoreImpl;
+import org.apache.spark.util.SystemClock;
+import org.sparkk8snative.InformerHealth;
+import scala.Function1;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.runtime.BoxedUnit;
+
+/**
+ * Spark's real {@code ExecutorPodsSnapshotsStoreImpl}, with every call recorded in the order the
+ * store received it: each {@code updatePod} (pod, resourceVersion, deleted or not) and each {@code
+ * replaceSnapshot} (its pods, and the informer's health at that moment). It also keeps what the
+ * store holds per pod, the way Spark's store does: an update sets a pod (a deleted pod leaves), a
+ * full snapshot replaces everything.
+ */
+final class RecordingStore implements ExecutorPodsSnapshotsStore {
+  record Update(long at, String pod, long version, boolean deleted) {}
+
+  /** A full snapshot: pod name to resourceVersion, and the health when it was handed over. */
+  record Replacement(long at, Map<String, Long> versions, InformerHealth health) {}
+
+  private final ScheduledExecutorService subscribers = Executors.newSingleThreadScheduledExecutor();
+  private final ExecutorPodsSnapshotsStoreImpl spark =
+      new ExecutorPodsSnapshotsStoreImpl(subscribers, new SystemClock(), new SparkConf());
+  private final Supplier<InformerHealth> health;
+  private final Consumer<Replacement> onReplacement;
+
+  // Guarded by this.
+  private final List<Update> updates = new ArrayList<>();
+  private final List<Replacement> replacements = new ArrayList<>();
+  private final Map<String, List<Update>> updatesByPod = new HashMap<>();
+  private Map<String, Long> held = new HashMap<>();
+  /** Pods a full snapshot carried at an older version than an update had already delivered. */
+  private final List<String> olderThanDelivered = new ArrayList<>();
+
+  private volatile ExecutorPodsSnapshot lastSparkSnapshot;
+
+  /**
+   * @param health the informer's health now (called from the lister's thread, at each full snapshot)
+   * @param onReplacement checks each full snapshot as it comes
+   */
+  RecordingStore(Supplier<InformerHealth> health, Consumer<Replacement> onReplacement) {
+    this.health = health;
+    this.onReplacement = onReplacement;
+    Function1<Seq<ExecutorPodsSnapshot>, BoxedUnit> subscriber = snapshots -> {
+      if (!snapshots.isEmpty()) {
+        lastSparkSnapshot = snapshots.last();
+      }
+      return BoxedUnit.UNIT;
+    };
+    spark.addSubscriber(20L, subscriber);
+  }
+
+  @Override
+  public synchronized void updatePod(Pod pod) {
+    String name = pod.getMetadata().getName();
+    boolean deleted = pod.getMetadata().getDeletionTimestamp() != null;
+    Update update = new Update(System.currentTimeMillis(), name, version(pod), deleted);
+    updates.add(update);
+    updatesByPod.computeIfAbsent(name, k -> new ArrayList<>()).add(update);
+    if (deleted) {
+      held.remove(name);
+    } else {
+      held.put(name, update.version());
+    }
+    spark.updatePod(pod);
+  }
+
+  @Override
+  public synchronized void replaceSnapshot(Seq<Pod> pods) {
+    InformerHealth now = health.get();
+    Map<String, Long> versions = new HashMap<>();
+    for (Pod pod : CollectionConverters.asJava(pods)) {
+      versions.put(pod.getMetadata().getName(), version(pod));
+    }
+    versions.forEach((name, version) -> {
+      Long delivered = held.get(name);
+      if (delivered != null && delivered > version) {
+        olderThanDelivered.add(name + "@" + version + "<" + delivered);
+      }
+    });
+    Replacement replacement = new Replacement(System.currentTimeMillis(), Map.copyOf(versions), now);
+    replacements.add(replacement);
+    held = new HashMap<>(versions);
+    spark.replaceSnapshot(pods);
+    onReplacement.accept(replacement);
+  }
+
+  private static long version(Pod pod) {
+    return Long.parseLong(pod.getMetadata().getResourceVersion());
+  }
+
+  synchronized int updateCount() {
+    return updates.size();
+  }
+
+  synchronized List<Replacement> replacements() {
+    return new ArrayList<>(replacements);
+  }
+
+  synchronized Replacement lastReplacement() {
+    return replacements.isEmpty() ? null : replacements.get(replacements.size() - 1);
+  }
+
+  /** What the store holds now, per pod: the resourceVersion last handed over. */
+  synchronized Map<String, Long> held() {
+    return new HashMap<>(held);
+  }
+
+  /** Every update of each pod, in the order delivered. */
+  synchronized Map<String, List<Update>> updatesByPod() {
+    Map<String, List<Update>> copy = new HashMap<>();
+    updatesByPod.forEach((name, list) -> copy.put(name, new ArrayList<>(list)));
+    return copy;
+  }
+
+  synchronized List<String> olderThanDelivered() {
+    return new ArrayList<>(olderThanDelivered);
+  }
+
+  /** The latest snapshot Spark's own subscribers saw. */
+  ExecutorPodsSnapshot lastSparkSnapshot() {
+    return lastSparkSnapshot;
+  }
+
+  @Override
+  public void addSubscriber(long processBatchIntervalMillis, Function1<Seq<ExecutorPodsSnapshot>, BoxedUnit> onNewSnapshots) {
+    spark.addSubscriber(processBatchIntervalMillis, onNewSnapshots);
+  }
+
+  @Override
+  public void stop() {
+    spark.stop();
+    subscribers.shutdownNow();
+  }
+
+  @Override
+  public void notifySubscribers() {
+    spark.notifySubscribers();
+  }
+}

@@ -18,16 +18,10 @@ cargo build --release --locked
 
 phase "start the local control plane"
 dir="$root/target/localplane-demo"
-"$bin/localplane" stop --dir "$dir" 2>/dev/null || true
-"$bin/localplane" start --dir "$dir" >/dev/null
-trap '"$bin/localplane" stop --dir "$dir"' EXIT
+start_plane "$bin" "$dir"
 
 phase "Spark driver: native informer, then legacy sources"
-java -Xmx1g $(grep -o '<spark.jvm.options>[^<]*' java/pom.xml | cut -d'>' -f2) \
-  -Djava.library.path="$root/target/release" \
-  -Dspark.k8s.native.test.planeEnv="$dir/plane.env" \
-  -Dlog4j2.level=WARN \
-  -cp "java/target/test-classes:java/target/classes:$(cat java/target/demo.classpath)" \
+spark_java "$dir/plane.env" "java/target/test-classes:java/target/classes:$(cat java/target/demo.classpath)" \
   org.sparkk8snative.demo.NativeInformerDemo
 
 phase_summary

@@ -61,3 +61,27 @@ ensure_tools() {
   fi
   echo "go: $(go version | cut -d' ' -f3) | $(cargo --version) | $(javac -version 2>&1) | $(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g')"
 }
+
+# Starts a fresh local control plane in $1 (stopped when the calling script
+# exits); its plane.env is $1/plane.env.
+start_plane() {
+  local bin=$1 dir=$2
+  "$bin/localplane" stop --dir "$dir" 2>/dev/null || true
+  rm -rf "$dir"
+  "$bin/localplane" start --dir "$dir" >/dev/null
+  # shellcheck disable=SC2064 # expand now: the trap must stop this plane
+  trap "'$bin/localplane' stop --dir '$dir'" EXIT
+}
+
+# Runs a Java main the way a Spark driver runs: Spark's JVM options (from
+# java/pom.xml), the native library, the plane in $1. Rest: classpath, main, args.
+spark_java() {
+  local plane_env=$1
+  shift
+  # shellcheck disable=SC2046 # one option per word
+  java -Xmx1g $(grep -o '<spark.jvm.options>[^<]*' "$root/java/pom.xml" | cut -d'>' -f2) \
+    -Djava.library.path="$root/target/release" \
+    -Dspark.k8s.native.test.planeEnv="$plane_env" \
+    -Dlog4j2.level=WARN \
+    -cp "$@"
+}

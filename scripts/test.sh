@@ -34,5 +34,10 @@ trap '"$LOCALPLANE_BIN/localplane" stop --dir "$jvm_plane"' EXIT
   -Dtest.plane.env="$jvm_plane/plane.env" \
   -Dtest.jvm.options="-Xcheck:jni")
 
+# The benchmark harness in quick mode: proves it runs end to end (all four
+# runs, the report, the chart); asserts nothing about speed.
+phase "benchmark harness, quick mode (scripts/bench.sh quick)"
+scripts/bench.sh quick target/bench-quick
+
 phase_summary
 echo "all tests passed"

@@ -21,7 +21,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * Every {@code listerPollingInterval}, replaces Spark's snapshot with the native cache's contents
  * ({@code replaceSnapshot}), at no apiserver cost. While the cache is unsynced or stale the round
  * is skipped, never faked: Spark removes every executor missing from a full snapshot. Until the
- * first snapshot lands, rounds come every 100 ms (a not-ready answer costs one JNI call and no
+ * first snapshot lands, rounds come every 25 ms (a not-ready answer costs one JNI call and no
  * apiserver request), so Spark's first full snapshot follows the informer's sync closely. Pods
  * unchanged since the previous round are not decoded again, and when nothing changed at all the
  * previous snapshot is handed to Spark again as it is (with a new timestamp, which is what Spark's
@@ -29,7 +29,7 @@ import scala.jdk.javaapi.CollectionConverters;
  */
 public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSource {
   private static final Logger LOG = LoggerFactory.getLogger(NativeListerSnapshotSource.class);
-  private static final long FIRST_SNAPSHOT_RETRY_MILLIS = 100;
+  private static final long FIRST_SNAPSHOT_RETRY_MILLIS = 25;
 
   private final ExecutorPodsSnapshotsStore store;
   private final SharedNativeInformer shared;

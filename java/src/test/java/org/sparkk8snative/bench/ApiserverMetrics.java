@@ -1,0 +1,72 @@
+package org.sparkk8snative.bench;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * One scrape of the apiserver's {@code /metrics}, reduced to what a driver costs it: requests and
+ * response bytes for pods in a namespace, by verb. Cluster-scoped requests (the control plane's
+ * own controllers watch every pod) are left out.
+ */
+final class ApiserverMetrics {
+  private static final Pattern LINE = Pattern.compile("^(\\w+)\\{([^}]*)\\} (\\S+)$");
+  private static final Pattern LABEL = Pattern.compile("(\\w+)=\"([^\"]*)\"");
+
+  /** verb -> requests completed. */
+  final Map<String, Double> completed = new HashMap<>();
+  /** verb -> requests in flight (long-running: WATCH). */
+  final Map<String, Double> inFlight = new HashMap<>();
+  /** verb -> response bytes (LIST and GET; watch streams are not counted by the apiserver). */
+  final Map<String, Double> responseBytes = new HashMap<>();
+  /** Bytes of pod watch events the apiserver sent, to every watcher. */
+  double podWatchEventBytes;
+
+  static ApiserverMetrics scrape(PlaneHttp http) {
+    ApiserverMetrics m = new ApiserverMetrics();
+    for (String line : http.get("/metrics").split("\n")) {
+      Matcher matcher = LINE.matcher(line);
+      if (!matcher.matches()) {
+        continue;
+      }
+      Map<String, String> labels = new HashMap<>();
+      Matcher l = LABEL.matcher(matcher.group(2));
+      while (l.find()) {
+        labels.put(l.group(1), l.group(2));
+      }
+      double value = Double.parseDouble(matcher.group(3));
+      String metric = matcher.group(1);
+      if (metric.equals("apiserver_watch_events_sizes_sum") && "Pod".equals(labels.get("kind"))) {
+        m.podWatchEventBytes += value;
+      }
+      boolean namespacedPods = "pods".equals(labels.get("resource")) && "".equals(labels.getOrDefault("subresource", ""))
+          && !"cluster".equals(labels.get("scope"));
+      if (!namespacedPods) {
+        continue;
+      }
+      String verb = labels.get("verb");
+      switch (metric) {
+        case "apiserver_request_total" -> m.completed.merge(verb, value, Double::sum);
+        case "apiserver_longrunning_requests" -> m.inFlight.merge(verb, value, Double::sum);
+        case "apiserver_response_sizes_sum" -> m.responseBytes.merge(verb, value, Double::sum);
+        default -> { }
+      }
+    }
+    return m;
+  }
+
+  /** Requests of {@code verb} started between two scrapes: those that ended plus those still open. */
+  static double started(ApiserverMetrics before, ApiserverMetrics after, String verb) {
+    return after.completed.getOrDefault(verb, 0.0) - before.completed.getOrDefault(verb, 0.0)
+        + after.inFlight.getOrDefault(verb, 0.0) - before.inFlight.getOrDefault(verb, 0.0);
+  }
+
+  static double bytes(ApiserverMetrics before, ApiserverMetrics after) {
+    double sum = 0;
+    for (String verb : after.responseBytes.keySet()) {
+      sum += after.responseBytes.get(verb) - before.responseBytes.getOrDefault(verb, 0.0);
+    }
+    return sum;
+  }
+}

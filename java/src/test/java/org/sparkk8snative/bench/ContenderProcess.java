@@ -1,0 +1,329 @@
+package org.sparkk8snative.bench;
+
+import io.fabric8.kubernetes.client.KubernetesClient;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.LongSupplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.apache.spark.SparkConf;
+import org.apache.spark.deploy.k8s.SparkKubernetesClientFactory;
+import org.sparkk8snative.TestPlane;
+import org.sparkk8snative.spark.NativeListerSnapshotSource;
+import scala.Option;
+
+/**
+ * One contender in a JVM of its own, the way a driver would run it, so that heap, RSS and CPU
+ * are its own. Driven by {@link SnapshotSourcesBenchmark} over stdin / stdout: it prints
+ * {@code BENCH READY <phase>} and waits for a line; figures are {@code BENCH <key> <value>}.
+ * The contender {@code floor} is no contender: a raw LIST and a raw watch over plain HTTPS.
+ */
+public final class ContenderProcess {
+  private static final Duration SYNC_TIMEOUT = Duration.ofMinutes(3);
+
+  private final String contender;
+  private final BenchmarkPlan plan;
+  private final TestPlane plane = TestPlane.get();
+  private final BufferedReader commands = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+  private final long baselineHeap;
+
+  private ContenderProcess(String contender, BenchmarkPlan plan) {
+    this.contender = contender;
+    this.plan = plan;
+    this.baselineHeap = heapAfterGc();
+  }
+
+  public static void main(String[] args) throws Exception {
+    ContenderProcess process = new ContenderProcess(args[0], BenchmarkPlan.parse(args[1]));
+    if (process.contender.equals("floor")) {
+      process.runFloor();
+    } else {
+      process.runContender();
+    }
+    System.exit(0);
+  }
+
+  private SparkConf sparkConf() {
+    SparkConf conf = new SparkConf(false);
+    plane.sparkConf(false).forEach(conf::set);
+    conf.set("spark.kubernetes.executor.apiPollingInterval", plan.pollingInterval());
+    conf.set("spark.kubernetes.executor.listerPollingInterval", plan.pollingInterval());
+    return conf;
+  }
+
+  private void runContender() throws Exception {
+    SparkConf conf = sparkConf();
+    KubernetesClient client = SparkKubernetesClientFactory.createKubernetesClient(
+        plane.apiserverUrl(), Option.apply(plane.namespace()), "spark.kubernetes.authenticate",
+        SparkKubernetesClientFactory.ClientType$.MODULE$.Driver(), conf, Option.empty());
+    warmUp(conf, client);
+    long nativeCpuMillis = 0;
+    int largest = plan.largest();
+    for (int size : plan.sizes()) {
+      MeasuringStore store = new MeasuringStore(size);
+      Contender c = Contender.create(contender, conf, client, store);
+      c.start(BenchmarkPlan.appId(size));
+      awaitNanos("all " + size + " pods in the store", store::allPodsNanos, SYNC_TIMEOUT);
+      emit("first." + size + ".allPodsMs", millis(store.allPodsNanos()));
+      // The legacy sources' first full snapshot is the first poll, one interval after start.
+      Duration fullWait = contender.equals("legacy") && size != largest
+          ? Duration.ZERO : plan.pollingDuration().plusSeconds(15);
+      long full = tryAwaitNanos(store::firstFullSnapshotNanos, fullWait);
+      emit("first." + size + ".fullSnapshotMs", full < 0 ? "-" : millis(full));
+      if (size == largest) {
+        measureFootprint();
+      }
+      nativeCpuMillis += nativeCpuMillis();
+      c.stop();
+      store.stop();
+    }
+    if (contender.equals("native")) {
+      measureListerRounds(conf, largest);
+    }
+
+    MeasuringStore store = new MeasuringStore(plan.steadyPods());
+    Contender c = Contender.create(contender, conf, client, store);
+    c.start(BenchmarkPlan.STEADY_APP);
+    awaitNanos("the steady-state pods in the store", store::allPodsNanos, SYNC_TIMEOUT);
+    // Past the first watch request (10 s), whose bytes the apiserver counts when it ends.
+    Thread.sleep(12_000);
+    steadyWindow();
+    latency(store);
+    nativeCpuMillis += nativeCpuMillis();
+    c.stop();
+    store.stop();
+    client.close();
+    emit("cpu.nativeTotalMs", nativeCpuMillis);
+  }
+
+  /**
+   * One untimed start and stop on the steady-state pods, so that class loading and the first JIT
+   * rounds are not in the first figure of one contender and not of another.
+   */
+  private void warmUp(SparkConf conf, KubernetesClient client) throws InterruptedException {
+    MeasuringStore store = new MeasuringStore(plan.steadyPods());
+    Contender c = Contender.create(contender, conf, client, store);
+    c.start(BenchmarkPlan.STEADY_APP);
+    awaitNanos("the warm-up", store::allPodsNanos, SYNC_TIMEOUT);
+    c.stop();
+    store.stop();
+  }
+
+  /** Heap retained and RSS while the contender runs with every pod. */
+  private void measureFootprint() {
+    emit("heap.retainedBytes", heapAfterGc() - baselineHeap);
+    emit("rss.bytes", procStatusKb("VmRSS") * 1024);
+  }
+
+  /**
+   * The native lister's round over unchanged pods, as a driver runs it for hours: a lister of its
+   * own at a short interval (the cost of a round does not depend on it), rounds after the first
+   * (which decodes every pod) and after the JIT has settled; median and best of the rest.
+   */
+  private void measureListerRounds(SparkConf conf, int size) throws InterruptedException {
+    SparkConf fast = conf.clone().set(org.sparkk8snative.spark.NativeSnapshotSources.LISTER_POLLING_INTERVAL, "200ms");
+    MeasuringStore store = new MeasuringStore(size);
+    Contender c = Contender.create("native", fast, null, store);
+    c.start(BenchmarkPlan.appId(size));
+    List<NativeListerSnapshotSource.Round> rounds = new ArrayList<>();
+    NativeListerSnapshotSource.Round last = null;
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    while (rounds.size() < 25 && System.nanoTime() < deadline) {
+      NativeListerSnapshotSource.Round round = c.lastListerRound();
+      if (round != null && round != last && round.changedPods() == 0) {
+        rounds.add(round);
+      }
+      last = round;
+      Thread.sleep(20);
+    }
+    c.stop();
+    store.stop();
+    if (rounds.size() < 10) {
+      return;
+    }
+    List<NativeListerSnapshotSource.Round> settled = rounds.subList(5, rounds.size());
+    long[] total = settled.stream().mapToLong(NativeListerSnapshotSource.Round::nanos).sorted().toArray();
+    long[] ours = settled.stream().mapToLong(r -> r.nanos() - r.sparkNanos()).sorted().toArray();
+    emit("lister.rounds", settled.size());
+    emit("lister.unchangedMicros", total[total.length / 2] / 1000);
+    emit("lister.unchangedBestMicros", total[0] / 1000);
+    emit("lister.oursMicros", ours[ours.length / 2] / 1000);
+    emit("lister.oursBestMicros", ours[0] / 1000);
+    emit("lister.pods", settled.get(0).pods());
+    emit("lister.frameBytes", settled.get(0).frameBytes());
+  }
+
+  private void steadyWindow() throws IOException {
+    long cpu = processCpuNanos();
+    long nativeCpu = nativeCpuMillis();
+    long began = System.nanoTime();
+    ready("steady");
+    emit("steady.windowMs", millis(System.nanoTime() - began));
+    emit("steady.processCpuMs", millis(processCpuNanos() - cpu));
+    emit("steady.nativeCpuMs", nativeCpuMillis() - nativeCpu);
+  }
+
+  private void latency(MeasuringStore store) throws Exception {
+    // Untimed patches first: the first updates of a process load classes and leave a backlog.
+    ready("warmup");
+    Thread.sleep(1_000);
+    com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    long allocated = threads.getTotalThreadAllocatedBytes();
+    long updates = store.updates.get();
+    store.countPatchesFromNow();
+    ready("latency"); // the benchmark sends its patches, then a line
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    while (store.patchLatencyNanos.size() < plan.patches() && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+    }
+    long events = store.updates.get() - updates;
+    emit("latency.events", events);
+    emit("alloc.bytesPerEvent", (threads.getTotalThreadAllocatedBytes() - allocated) / Math.max(events, 1));
+    emitLatencies(store.patchLatencyNanos);
+  }
+
+  private void runFloor() throws Exception {
+    PlaneHttp http = new PlaneHttp(plane.apiserverUrl(), plane.var("LOCALPLANE_CA_FILE"),
+        plane.var("LOCALPLANE_RESTRICTED_TOKEN_FILE"));
+    String pods = "/api/v1/namespaces/" + plane.namespace() + "/pods?labelSelector=";
+    http.get(pods + PlaneHttp.executorSelector(BenchmarkPlan.appId(plan.sizes().get(0)))); // warm-up
+    for (int size : plan.sizes()) {
+      long began = System.nanoTime();
+      byte[] body = http.send(http.request(pods + PlaneHttp.executorSelector(BenchmarkPlan.appId(size))).GET().build(),
+          HttpResponse.BodyHandlers.ofByteArray()).body();
+      emit("first." + size + ".allPodsMs", millis(System.nanoTime() - began));
+      emit("first." + size + ".listBytes", body.length);
+    }
+
+    // A raw watch of the steady-state pods: the patches' floor.
+    String list = http.get(pods + PlaneHttp.executorSelector(BenchmarkPlan.STEADY_APP) + "&limit=1");
+    Matcher rv = Pattern.compile("\"resourceVersion\":\"(\\d+)\"").matcher(list);
+    if (!rv.find()) {
+      throw new IllegalStateException("no resourceVersion in the list");
+    }
+    java.util.concurrent.ConcurrentHashMap<Integer, Long> latencies = new java.util.concurrent.ConcurrentHashMap<>();
+    Pattern patch = Pattern.compile("\"message\":\"" + MeasuringStore.PATCH_PREFIX + "(\\d+) (\\d+)\"");
+    java.util.concurrent.atomic.AtomicLong countFrom = new java.util.concurrent.atomic.AtomicLong(Long.MAX_VALUE);
+    Stream<String> events = http.send(http.request(pods + PlaneHttp.executorSelector(BenchmarkPlan.STEADY_APP)
+        + "&watch=true&resourceVersion=" + rv.group(1)).GET().build(), HttpResponse.BodyHandlers.ofLines()).body();
+    Thread reader = new Thread(() -> events.forEach(line -> {
+      long now = System.nanoTime();
+      Matcher m = patch.matcher(line);
+      if (m.find() && Long.parseLong(m.group(2)) >= countFrom.get()) {
+        latencies.putIfAbsent(Integer.parseInt(m.group(1)), now - Long.parseLong(m.group(2)));
+      }
+    }), "bench-raw-watch");
+    reader.setDaemon(true);
+    reader.start();
+    ready("warmup");
+    Thread.sleep(1_000);
+    countFrom.set(System.nanoTime());
+    ready("latency");
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    while (latencies.size() < plan.patches() && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+    }
+    emitLatencies(latencies);
+    events.close();
+  }
+
+  private void emitLatencies(Map<Integer, Long> latencies) {
+    List<String> micros = new ArrayList<>();
+    latencies.values().forEach(n -> micros.add(Long.toString(n / 1000)));
+    emit("latency.received", latencies.size());
+    emit("latency.micros", micros.isEmpty() ? "-" : String.join(",", micros));
+  }
+
+  private void ready(String phase) throws IOException {
+    emit("READY", phase);
+    if (commands.readLine() == null) {
+      throw new IllegalStateException("the benchmark went away");
+    }
+  }
+
+  private static void emit(String key, Object value) {
+    System.out.println("BENCH " + key + " " + value);
+    System.out.flush();
+  }
+
+  private static void awaitNanos(String what, LongSupplier value, Duration timeout) throws InterruptedException {
+    if (tryAwaitNanos(value, timeout) < 0) {
+      throw new IllegalStateException("timed out after " + timeout + " waiting for " + what);
+    }
+  }
+
+  private static long tryAwaitNanos(LongSupplier value, Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (value.getAsLong() < 0 && System.nanoTime() < deadline) {
+      Thread.sleep(5);
+    }
+    return value.getAsLong();
+  }
+
+  private static String millis(long nanos) {
+    return String.format("%.1f", nanos / 1e6);
+  }
+
+  static long heapAfterGc() {
+    for (int i = 0; i < 3; i++) {
+      System.gc();
+      try {
+        Thread.sleep(200);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+  }
+
+  private static long processCpuNanos() {
+    return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
+  }
+
+  /** CPU time of the native runtime's threads ("spark-k8s-rt"), which the JVM does not account. */
+  static long nativeCpuMillis() {
+    long ticks = 0;
+    try (Stream<Path> tasks = Files.list(Paths.get("/proc/self/task"))) {
+      for (Path task : tasks.toList()) {
+        try {
+          if (!Files.readString(task.resolve("comm")).startsWith("spark-k8s-rt")) {
+            continue;
+          }
+          String stat = Files.readString(task.resolve("stat"));
+          String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+          ticks += Long.parseLong(fields[11]) + Long.parseLong(fields[12]); // utime, stime
+        } catch (IOException gone) {
+          // the thread ended meanwhile
+        }
+      }
+    } catch (IOException e) {
+      return -1;
+    }
+    return ticks * 10; // USER_HZ = 100
+  }
+
+  private static long procStatusKb(String field) {
+    try {
+      for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
+        if (line.startsWith(field + ":")) {
+          return Long.parseLong(line.replaceAll("[^0-9]", ""));
+        }
+      }
+    } catch (IOException e) {
+      return -1;
+    }
+    return -1;
+  }
+}

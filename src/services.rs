@@ -266,11 +266,15 @@ impl ExecutorServices {
     pub async fn ensure(&self, exec_id: &str) -> Result<Ensured, ServiceError> {
         let outcome = self.ensure_once(exec_id).await;
         if let Err(e) = &outcome {
-            self.counters.errors.fetch_add(1, Ordering::Relaxed);
-            *self.counters.last_error.lock() = Some(e.to_string());
-            tracing::warn!(app_id = %self.app_id, "executor service for executor {exec_id}: {e}");
+            self.failed("ensuring", exec_id, e);
         }
         outcome
+    }
+
+    fn failed(&self, doing: &str, exec_id: &str, error: &ServiceError) {
+        self.counters.errors.fetch_add(1, Ordering::Relaxed);
+        *self.counters.last_error.lock() = Some(error.to_string());
+        tracing::warn!(app_id = %self.app_id, "{doing} the service of executor {exec_id}: {error}");
     }
 
     async fn ensure_once(&self, exec_id: &str) -> Result<Ensured, ServiceError> {
@@ -316,7 +320,11 @@ impl ExecutorServices {
                 Ok(())
             }
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-            Err(source) => Err(ServiceError::Api { name, source }),
+            Err(source) => {
+                let error = ServiceError::Api { name, source };
+                self.failed("deleting", exec_id, &error);
+                Err(error)
+            }
         }
     }
 
@@ -483,14 +491,48 @@ impl ServiceController {
     }
 }
 
+/// A failed ensure or delete (after its own retries of transient errors) is
+/// tried again this many times, 1 s to 60 s apart (about 4 minutes in all):
+/// a 403 right after an apiserver restart, before its RBAC is loaded, or an
+/// apiserver that is down for a while, must not leave an executor without its
+/// Service, or a gone executor with one, until some later event.
+const RETRIES: u32 = 8;
+
+/// Runs `attempt` until it succeeds, at most `RETRIES` more times, while `wanted`.
+async fn persist<F, Fut>(mut attempt: F, wanted: impl Fn() -> bool) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let mut pause = Duration::from_secs(1);
+    for retry in 0..=RETRIES {
+        if attempt().await {
+            return true;
+        }
+        if retry == RETRIES {
+            break;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(60));
+        if !wanted() {
+            break;
+        }
+    }
+    false
+}
+
 async fn run_controller(
     services: Arc<ExecutorServices>,
     mut queue: tokio::sync::mpsc::UnboundedReceiver<ServiceWork>,
     delete_after: Duration,
 ) {
-    // Executors whose Service is ensured (or being ensured); a failure removes
-    // the id, so the next event or resync of that pod retries.
-    let ensured: Arc<Mutex<std::collections::HashSet<String>>> = Arc::default();
+    type Ids = Arc<Mutex<std::collections::HashSet<String>>>;
+    // Executors whose Service is ensured (or being ensured); when every retry
+    // failed, the id is removed, so the next event or resync of that pod retries.
+    let ensured: Ids = Arc::default();
+    // Executors whose pod is gone (deleted, or no longer matching the selector):
+    // their Service is no longer wanted, unless the pod comes back.
+    let gone: Ids = Arc::default();
     let mut tasks = tokio::task::JoinSet::new();
     while let Some(work) = queue.recv().await {
         while tasks.try_join_next().is_some() {}
@@ -498,11 +540,17 @@ async fn run_controller(
             ServiceWork::Ensure(id) => vec![id],
             ServiceWork::Resync(ids) => ids,
             ServiceWork::Gone(id) => {
+                gone.lock().insert(id.clone());
                 if !delete_after.is_zero() {
-                    let (services, ensured) = (services.clone(), ensured.clone());
+                    let (services, ensured, gone) = (services.clone(), ensured.clone(), gone.clone());
                     tasks.spawn(async move {
                         tokio::time::sleep(delete_after).await;
-                        if services.delete(&id).await.is_ok() {
+                        let still_gone = || gone.lock().contains(&id);
+                        let delete = || {
+                            let (services, id) = (services.clone(), id.clone());
+                            async move { services.delete(&id).await.is_ok() }
+                        };
+                        if still_gone() && persist(delete, still_gone).await {
                             ensured.lock().remove(&id);
                         }
                     });
@@ -511,12 +559,17 @@ async fn run_controller(
             }
         };
         for id in ids {
+            gone.lock().remove(&id);
             if !ensured.lock().insert(id.clone()) {
                 continue;
             }
-            let (services, ensured) = (services.clone(), ensured.clone());
+            let (services, ensured, gone) = (services.clone(), ensured.clone(), gone.clone());
             tasks.spawn(async move {
-                if services.ensure(&id).await.is_err() {
+                let ensure = || {
+                    let (services, id) = (services.clone(), id.clone());
+                    async move { services.ensure(&id).await.is_ok() }
+                };
+                if !persist(ensure, || !gone.lock().contains(&id)).await {
                     ensured.lock().remove(&id);
                 }
             });

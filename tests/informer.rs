@@ -319,8 +319,15 @@ async fn a_black_hole_longer_than_the_stale_bound_makes_the_lister_unready_then_
     assert!(stale > Duration::from_secs(3));
     assert_eq!(informer.health().state.name(), "Degraded");
 
-    eventually("ready again after the hole", Duration::from_secs(40), || async { informer.lister_snapshot().ok() })
-        .await;
+    let first_after =
+        eventually("ready again after the hole", Duration::from_secs(40), || async { informer.lister_snapshot().ok() })
+            .await;
+    // The resumed watch replayed what it missed before the lister served again (RESUME_GRACE).
+    let created_during_the_hole = kubelet::executor_pod_name(&app, 3);
+    assert!(
+        first_after.pods.iter().any(|p| p.name == created_during_the_hole),
+        "the first snapshot after the hole lacks {created_during_the_hole}"
+    );
     eventually("no lost change", Duration::from_secs(20), || async {
         (last_state(&received, &kubelet::executor_pod_name(&app, 0)).as_deref() == Some("Failed")
             && last_state(&received, &kubelet::executor_pod_name(&app, 3)).is_some())

@@ -71,8 +71,20 @@ pub enum NotReady {
     Stale {
         silent_for: Duration,
     },
+    /// The watch came back after a failure and may still be replaying what it missed.
+    CatchingUp {
+        remaining: Duration,
+    },
     Stopped,
 }
+
+/// After a stale spell, how long a resumed watch gets to replay what it missed
+/// before the lister serves again. The apiserver sends the missed events at
+/// once when the watch resumes; the first byte of that answer makes the cache
+/// look fresh before they have all been applied, and a snapshot taken then
+/// would lack pods created during the outage (seen in the chaos run). A lister
+/// round skipped for this costs nothing: Spark keeps its last full snapshot.
+pub const RESUME_GRACE: Duration = Duration::from_secs(1);
 
 impl std::fmt::Display for NotReady {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -81,6 +93,11 @@ impl std::fmt::Display for NotReady {
             NotReady::Stale { silent_for } => {
                 write!(f, "the cache may be stale: no response from the apiserver for {:.1}s", silent_for.as_secs_f64())
             }
+            NotReady::CatchingUp { remaining } => write!(
+                f,
+                "the watch resumed after a failure; {:.1}s more for it to replay what it missed",
+                remaining.as_secs_f64()
+            ),
             NotReady::Stopped => write!(f, "the informer is stopped"),
         }
     }
@@ -94,12 +111,24 @@ pub struct Health {
     last_alive: Option<Instant>,
     /// When the last failure was seen: only a sign of life after it ends a run of failures.
     last_failure: Option<Instant>,
+    /// The cache went stale (silent past the stale bound) since the last list or recovery.
+    went_stale: bool,
+    /// Until when a watch resumed after a stale spell is given to catch up (see [`RESUME_GRACE`]).
+    catching_up_until: Option<Instant>,
     errors: u64,
 }
 
 impl Default for Health {
     fn default() -> Self {
-        Self { state: SyncState::Starting, has_synced: false, last_alive: None, last_failure: None, errors: 0 }
+        Self {
+            state: SyncState::Starting,
+            has_synced: false,
+            last_alive: None,
+            last_failure: None,
+            went_stale: false,
+            catching_up_until: None,
+            errors: 0,
+        }
     }
 }
 
@@ -129,13 +158,16 @@ impl Health {
         match observation {
             Observation::ListStarted => {}
             Observation::ListCompleted => {
+                // A completed list is the whole truth: nothing to catch up on.
                 self.has_synced = true;
                 self.alive(now);
                 self.state = SyncState::Synced;
+                self.went_stale = false;
+                self.catching_up_until = None;
             }
             Observation::EventApplied => {
                 self.alive(now);
-                self.recover();
+                self.recover(now);
             }
             Observation::Alive(at) => {
                 // Every read of the health replays the last sign of life; one from before the
@@ -143,7 +175,7 @@ impl Health {
                 // spell would end at the next read) nor freshens the cache.
                 if self.last_failure.is_none_or(|failed| at > failed) {
                     self.alive(at);
-                    self.recover();
+                    self.recover(now);
                 }
             }
             Observation::Behind(current_as_of) => self.last_alive = self.last_alive.min(current_as_of),
@@ -165,6 +197,7 @@ impl Health {
     /// than `stale_bound` (a black-holed connection shows no error for a while).
     pub fn check_silence(&mut self, now: Instant, stale_bound: Duration) {
         if let Err(NotReady::Stale { silent_for }) = self.readiness(now, stale_bound) {
+            self.went_stale = true;
             if self.state == SyncState::Synced {
                 self.step(
                     Observation::Failed(format!(
@@ -190,6 +223,9 @@ impl Health {
         if silent_for > stale_bound {
             return Err(NotReady::Stale { silent_for });
         }
+        if let Some(until) = self.catching_up_until.filter(|until| now < *until) {
+            return Err(NotReady::CatchingUp { remaining: until - now });
+        }
         Ok(())
     }
 
@@ -199,10 +235,14 @@ impl Health {
         }
     }
 
-    /// Success after failures: back to Synced, or to Starting before the first list.
-    fn recover(&mut self) {
+    /// Success after failures: back to Synced (after a stale spell, with a
+    /// grace to catch up), or to Starting before the first list.
+    fn recover(&mut self, now: Instant) {
         if matches!(self.state, SyncState::Degraded { .. }) {
             self.state = if self.has_synced { SyncState::Synced } else { SyncState::Starting };
+            if self.has_synced && std::mem::take(&mut self.went_stale) {
+                self.catching_up_until = Some(now + RESUME_GRACE);
+            }
         }
     }
 }
@@ -269,7 +309,8 @@ mod tests {
         assert_eq!(h.errors(), 1);
         h.step(Observation::Alive(secs(t0, 20)), secs(t0, 20));
         assert_eq!(h.state(), &SyncState::Synced);
-        assert_eq!(h.readiness(secs(t0, 20), BOUND), Ok(()));
+        assert_eq!(h.readiness(secs(t0, 20), BOUND), Err(NotReady::CatchingUp { remaining: RESUME_GRACE }));
+        assert_eq!(h.readiness(secs(t0, 21), BOUND), Ok(()));
     }
 
     #[test]
@@ -309,6 +350,24 @@ mod tests {
         h.step(Observation::Alive(secs(t0, 19)), secs(t0, 19));
         h.step(Observation::ListCompleted, secs(t0, 19));
         assert_eq!(h.readiness(secs(t0, 19), Duration::from_secs(5)), Ok(()));
+    }
+
+    #[test]
+    fn a_watch_resumed_after_a_stale_spell_gets_a_grace_to_replay_what_it_missed() {
+        let t0 = Instant::now();
+        let mut h = Health::default();
+        h.step(Observation::ListCompleted, t0);
+        h.check_silence(secs(t0, 20), BOUND);
+        assert_eq!(h.state().name(), "Degraded");
+        // The resumed watch's first byte: alive, but its replay may still be arriving.
+        h.step(Observation::Alive(secs(t0, 21)), secs(t0, 21));
+        assert_eq!(h.state(), &SyncState::Synced);
+        assert!(matches!(h.readiness(secs(t0, 21), BOUND), Err(NotReady::CatchingUp { .. })));
+        assert_eq!(h.readiness(secs(t0, 21) + RESUME_GRACE, BOUND), Ok(()));
+        // A relist instead is the whole truth at once.
+        h.check_silence(secs(t0, 40), BOUND);
+        h.step(Observation::ListCompleted, secs(t0, 41));
+        assert_eq!(h.readiness(secs(t0, 41), BOUND), Ok(()));
     }
 
     #[test]

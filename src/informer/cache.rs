@@ -28,14 +28,18 @@ impl ExecutorPodCache {
         self.listing = Some(HashMap::new());
     }
 
-    /// One pod of the list in progress.
-    pub fn list_item(&mut self, pod: Pod) {
+    /// One pod of the list in progress. During the very first list it is also
+    /// a change to deliver at once, as a watch would show an existing pod: the
+    /// JVM decodes the pods while the list still streams in, and the lister's
+    /// first snapshot reuses them. A relist is compared at its end instead.
+    pub fn list_item(&mut self, pod: Pod) -> Option<PodChange> {
         let entry = self.entry_for(pod);
-        self.listing.get_or_insert_with(HashMap::new).insert(entry.name.clone(), entry);
+        self.listing.get_or_insert_with(HashMap::new).insert(entry.name.clone(), entry.clone());
+        (self.lists_completed == 0).then_some(PodChange::Applied(entry))
     }
 
     /// The list completed: it replaces the cache. Returns what changed, except
-    /// after the very first list (the lister's first snapshot carries that).
+    /// after the very first list (its pods went out as they came).
     pub fn complete_list(&mut self) -> Vec<PodChange> {
         let listed = self.listing.take().unwrap_or_default();
         let first = self.lists_completed == 0;
@@ -157,10 +161,18 @@ mod tests {
     }
 
     #[test]
-    fn first_list_fills_the_cache_without_changes() {
+    fn the_first_list_delivers_each_pod_as_it_comes_and_nothing_at_its_end() {
         let mut cache = ExecutorPodCache::default();
-        assert!(listed(&mut cache, vec![pod("a", "1", "Running"), pod("b", "2", "Pending")]).is_empty());
+        cache.begin_list();
+        let a = cache.list_item(pod("a", "1", "Running")).expect("delivered at once");
+        assert_eq!(names(&[a]), ["+a@1"]);
+        assert_eq!(cache.len(), 0, "not serving before the list completes");
+        assert!(cache.list_item(pod("b", "2", "Pending")).is_some());
+        assert!(cache.complete_list().is_empty());
         assert_eq!(cache.len(), 2);
+        // A relist's items are only compared at its end.
+        cache.begin_list();
+        assert!(cache.list_item(pod("a", "1", "Running")).is_none());
     }
 
     #[test]

@@ -477,7 +477,12 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
                         list_deadline = Some(tokio::time::Instant::now() + settings.initial_list_timeout);
                         list_began = Instant::now();
                     }
-                    Some(Ok(Event::InitApply(pod))) => shared.cache.lock().list_item(pod),
+                    Some(Ok(Event::InitApply(pod))) => {
+                        let first_list_item = shared.cache.lock().list_item(pod);
+                        if let Some(change) = first_list_item {
+                            shared.changes.push(change);
+                        }
+                    }
                     Some(Ok(Event::InitDone)) => {
                         list_deadline = None;
                         listed_here = true;

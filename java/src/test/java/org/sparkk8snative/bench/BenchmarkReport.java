@@ -154,8 +154,8 @@ final class BenchmarkReport {
         + "and resumes from its resourceVersion, served from the watch cache: that is how a quiet watch proves "
         + "itself alive, so the lister never snapshots a silently dead cache (review comment 2).\n\n");
 
-    md.append("**Time from `start` to Spark's store holding every executor pod**, next to a raw LIST of the same "
-        + "pods read over plain HTTPS without decoding (the floor):\n\n");
+    md.append("**Time from `start` to Spark's store holding every executor pod** (median of 3 starts), next to a "
+        + "raw LIST of the same pods read over plain HTTPS without decoding (the floor):\n\n");
     md.append("| pods | raw LIST | legacy | fabric8 | native | native / best peer | native / raw LIST |\n");
     md.append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int size : plan.sizes()) {

@@ -21,9 +21,7 @@ ensure_tools
 bin=$(scripts/localplane-build.sh)
 
 phase "native library and benchmark classes"
-cargo build --release --locked
-(cd java && mvn -B -ntp -q test-compile dependency:build-classpath \
-  -Dmdep.outputFile=target/bench.classpath -Dmdep.includeScope=test -Dnative.lib.dir="$root/target/release")
+build_native_and_classes bench.classpath
 # A copy of its own, so a Maven build during the run cannot pull classes from under it.
 classes="$root/target/bench-classes"
 rm -rf "$classes" && mkdir -p "$classes"

@@ -12,9 +12,7 @@ ensure_tools
 bin=$(scripts/localplane-build.sh)
 
 phase "native library and jar"
-cargo build --release --locked
-(cd java && mvn -B -ntp -q test-compile dependency:build-classpath \
-  -Dmdep.outputFile=target/demo.classpath -Dmdep.includeScope=test -Dnative.lib.dir="$root/target/release")
+build_native_and_classes demo.classpath
 
 phase "start the local control plane"
 dir="$root/target/localplane-demo"

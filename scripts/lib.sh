@@ -62,8 +62,16 @@ ensure_tools() {
   echo "go: $(go version | cut -d' ' -f3) | $(cargo --version) | $(javac -version 2>&1) | $(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g')"
 }
 
-# Starts a fresh local control plane in $1 (stopped when the calling script
-# exits); its plane.env is $1/plane.env.
+# Builds the native library and the Java classes (main and test), and writes
+# the test classpath (Spark and its dependencies) to java/target/$1.
+build_native_and_classes() {
+  cargo build --release --locked
+  (cd "$root/java" && mvn -B -ntp -q test-compile dependency:build-classpath \
+    -Dmdep.outputFile="target/$1" -Dmdep.includeScope=test -Dnative.lib.dir="$root/target/release")
+}
+
+# Starts a fresh local control plane from the binaries in $1, in directory $2
+# (stopped when the calling script exits); its settings are in $2/plane.env.
 start_plane() {
   local bin=$1 dir=$2
   "$bin/localplane" stop --dir "$dir" 2>/dev/null || true

@@ -103,6 +103,17 @@ final class BenchmarkChart {
       g.drawString(verbs.get(v), gx + group / 2 - 25, y + h + 18);
       g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 11));
     }
+    // Requests are not all alike: what they cost the apiserver is in the bytes.
+    g.setColor(Color.WHITE);
+    g.fillRect(x + 5, y + 5, 190, 65);
+    g.setColor(Color.BLACK);
+    g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 12));
+    g.drawString("bytes served per hour:", x + 10, y + 18);
+    int by = y + 34;
+    for (String c : BenchmarkReport.CONTENDERS) {
+      g.drawString(c + " " + BenchmarkReport.bytes(report.number(c, "bytes.perHour")), x + 10, by);
+      by += 15;
+    }
     int ly = y + 16;
     for (String c : BenchmarkReport.CONTENDERS) {
       g.setColor(COLORS.get(c));

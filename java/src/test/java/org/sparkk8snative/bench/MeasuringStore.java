@@ -3,14 +3,9 @@ package org.sparkk8snative.bench;
 import io.fabric8.kubernetes.api.model.Pod;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.spark.SparkConf;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshot;
-import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
-import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStoreImpl;
-import org.apache.spark.util.SystemClock;
+import org.sparkk8snative.spark.ForwardingSnapshotsStore;
 import scala.Function1;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
@@ -22,17 +17,10 @@ import scala.runtime.BoxedUnit;
  * store first held every expected pod, when the first full snapshot came, and when each
  * benchmark patch (its sequence number and send time are in the pod's status message) arrived.
  */
-final class MeasuringStore implements ExecutorPodsSnapshotsStore {
+final class MeasuringStore extends ForwardingSnapshotsStore {
   /** Status message of a benchmark patch: {@code bench <seq> <System.nanoTime() at send>}. */
   static final String PATCH_PREFIX = "bench ";
 
-  private final ScheduledExecutorService subscribers = Executors.newSingleThreadScheduledExecutor(r -> {
-    Thread t = new Thread(r, "bench-store-subscribers");
-    t.setDaemon(true);
-    return t;
-  });
-  private final ExecutorPodsSnapshotsStoreImpl spark =
-      new ExecutorPodsSnapshotsStoreImpl(subscribers, new SystemClock(), new SparkConf(false));
   private final long startNanos;
   private final int expectedPods;
   private final Set<String> seen = ConcurrentHashMap.newKeySet();
@@ -49,12 +37,12 @@ final class MeasuringStore implements ExecutorPodsSnapshotsStore {
     this.startNanos = System.nanoTime();
     this.expectedPods = expectedPods;
     Function1<Seq<ExecutorPodsSnapshot>, BoxedUnit> lifecycleManager = snapshots -> BoxedUnit.UNIT;
-    spark.addSubscriber(1000L, lifecycleManager);
+    addSubscriber(1000L, lifecycleManager);
   }
 
   @Override
   public void updatePod(Pod pod) {
-    spark.updatePod(pod);
+    super.updatePod(pod);
     long now = System.nanoTime();
     updates.incrementAndGet();
     observe(pod, now);
@@ -65,7 +53,7 @@ final class MeasuringStore implements ExecutorPodsSnapshotsStore {
 
   @Override
   public void replaceSnapshot(Seq<Pod> pods) {
-    spark.replaceSnapshot(pods);
+    super.replaceSnapshot(pods);
     long now = System.nanoTime();
     replacements.incrementAndGet();
     for (Pod pod : CollectionConverters.asJava(pods)) {
@@ -102,21 +90,5 @@ final class MeasuringStore implements ExecutorPodsSnapshotsStore {
   /** Nanoseconds from construction until the first full snapshot of every expected pod, or -1. */
   long firstFullSnapshotNanos() {
     return firstFullSnapshotNanos.get();
-  }
-
-  @Override
-  public void addSubscriber(long intervalMillis, Function1<Seq<ExecutorPodsSnapshot>, BoxedUnit> onNewSnapshots) {
-    spark.addSubscriber(intervalMillis, onNewSnapshots);
-  }
-
-  @Override
-  public void notifySubscribers() {
-    spark.notifySubscribers();
-  }
-
-  @Override
-  public void stop() {
-    spark.stop();
-    subscribers.shutdownNow();
   }
 }

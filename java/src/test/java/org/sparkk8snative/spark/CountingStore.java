@@ -5,15 +5,10 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.spark.SparkConf;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodState;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshot;
-import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
-import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStoreImpl;
-import org.apache.spark.util.SystemClock;
 import scala.Function1;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
@@ -23,10 +18,7 @@ import scala.runtime.BoxedUnit;
  * Spark's real {@code ExecutorPodsSnapshotsStoreImpl}, with every call counted, and a subscriber
  * that records, per executor id, the states Spark itself derives from the pods.
  */
-final class CountingStore implements ExecutorPodsSnapshotsStore {
-  final ScheduledExecutorService subscribers = Executors.newSingleThreadScheduledExecutor();
-  final ExecutorPodsSnapshotsStoreImpl spark =
-      new ExecutorPodsSnapshotsStoreImpl(subscribers, new SystemClock(), new SparkConf());
+final class CountingStore extends ForwardingSnapshotsStore {
   final AtomicInteger updates = new AtomicInteger();
   final AtomicInteger replacements = new AtomicInteger();
   /** Sizes of each replacement, in order. */
@@ -52,7 +44,7 @@ final class CountingStore implements ExecutorPodsSnapshotsStore {
       }
       return BoxedUnit.UNIT;
     };
-    spark.addSubscriber(20L, subscriber);
+    addSubscriber(20L, subscriber);
   }
 
   List<String> statesOf(long execId) {
@@ -68,31 +60,16 @@ final class CountingStore implements ExecutorPodsSnapshotsStore {
   }
 
   @Override
-  public void addSubscriber(long processBatchIntervalMillis, Function1<Seq<ExecutorPodsSnapshot>, BoxedUnit> onNewSnapshots) {
-    spark.addSubscriber(processBatchIntervalMillis, onNewSnapshots);
-  }
-
-  @Override
-  public void stop() {
-    spark.stop();
-  }
-
-  @Override
-  public void notifySubscribers() {
-    spark.notifySubscribers();
-  }
-
-  @Override
   public void updatePod(Pod updatedPod) {
     updates.incrementAndGet();
-    spark.updatePod(updatedPod);
+    super.updatePod(updatedPod);
   }
 
   @Override
   public void replaceSnapshot(Seq<Pod> newSnapshot) {
     replacements.incrementAndGet();
     replacementSizes.add(newSnapshot.size());
-    spark.replaceSnapshot(newSnapshot);
+    super.replaceSnapshot(newSnapshot);
   }
 
   static SparkConf conf(Map<String, String> entries) {

@@ -5,15 +5,9 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
-import org.apache.spark.SparkConf;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshot;
-import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
-import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStoreImpl;
-import org.apache.spark.util.SystemClock;
 import org.sparkk8snative.InformerHealth;
 import scala.Function1;
 import scala.collection.immutable.Seq;
@@ -27,15 +21,12 @@ import scala.runtime.BoxedUnit;
  * store holds per pod, the way Spark's store does: an update sets a pod (a deleted pod leaves), a
  * full snapshot replaces everything.
  */
-final class RecordingStore implements ExecutorPodsSnapshotsStore {
+final class RecordingStore extends ForwardingSnapshotsStore {
   record Update(long at, String pod, long version, boolean deleted) {}
 
   /** A full snapshot: pod name to resourceVersion, and the health when it was handed over. */
   record Replacement(long at, Map<String, Long> versions, InformerHealth health) {}
 
-  private final ScheduledExecutorService subscribers = Executors.newSingleThreadScheduledExecutor();
-  private final ExecutorPodsSnapshotsStoreImpl spark =
-      new ExecutorPodsSnapshotsStoreImpl(subscribers, new SystemClock(), new SparkConf());
   private final Supplier<InformerHealth> health;
   private final Consumer<Replacement> onReplacement;
 
@@ -62,7 +53,7 @@ final class RecordingStore implements ExecutorPodsSnapshotsStore {
       }
       return BoxedUnit.UNIT;
     };
-    spark.addSubscriber(20L, subscriber);
+    addSubscriber(20L, subscriber);
   }
 
   @Override
@@ -77,7 +68,7 @@ final class RecordingStore implements ExecutorPodsSnapshotsStore {
     } else {
       held.put(name, update.version());
     }
-    spark.updatePod(pod);
+    super.updatePod(pod);
   }
 
   @Override
@@ -96,7 +87,7 @@ final class RecordingStore implements ExecutorPodsSnapshotsStore {
     Replacement replacement = new Replacement(System.currentTimeMillis(), Map.copyOf(versions), now);
     replacements.add(replacement);
     held = new HashMap<>(versions);
-    spark.replaceSnapshot(pods);
+    super.replaceSnapshot(pods);
     onReplacement.accept(replacement);
   }
 
@@ -135,21 +126,5 @@ final class RecordingStore implements ExecutorPodsSnapshotsStore {
   /** The latest snapshot Spark's own subscribers saw. */
   ExecutorPodsSnapshot lastSparkSnapshot() {
     return lastSparkSnapshot;
-  }
-
-  @Override
-  public void addSubscriber(long processBatchIntervalMillis, Function1<Seq<ExecutorPodsSnapshot>, BoxedUnit> onNewSnapshots) {
-    spark.addSubscriber(processBatchIntervalMillis, onNewSnapshots);
-  }
-
-  @Override
-  public void stop() {
-    spark.stop();
-    subscribers.shutdownNow();
-  }
-
-  @Override
-  public void notifySubscribers() {
-    spark.notifySubscribers();
   }
 }

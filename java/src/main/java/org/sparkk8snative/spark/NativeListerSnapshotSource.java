@@ -43,6 +43,8 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
   /** The pods of the last snapshot by name, and that snapshot as handed to Spark. */
   private Map<String, Pod> held = new HashMap<>();
   private Seq<Pod> lastSnapshot;
+  /** Pods of the snapshot being handed over that came with their JSON. */
+  private int changedPods;
   private long knownGeneration;
   private boolean hadSnapshot;
   private long notReadySince = -1;
@@ -109,6 +111,7 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
   }
 
   private void replace(ListerSnapshot snapshot, long began) {
+    changedPods = 0;
     Seq<Pod> pods = snapshot.isUnchanged() ? lastSnapshot : assemble(snapshot.entries());
     if (pods == null) {
       // A pod marked unchanged that this source does not hold: should not happen; ask for
@@ -119,8 +122,7 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
     long handOver = System.nanoTime();
     store.replaceSnapshot(pods);
     long done = System.nanoTime();
-    int changed = (int) snapshot.entries().stream().filter(e -> e.kind() != PodBatch.UNCHANGED).count();
-    lastRound = new Round(done - began, done - handOver, pods.size(), changed, snapshot.frameBytes());
+    lastRound = new Round(done - began, done - handOver, pods.size(), changedPods, snapshot.frameBytes());
     lastSnapshot = pods;
     knownGeneration = snapshot.generation();
     hadSnapshot = true;
@@ -136,7 +138,9 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
     List<Pod> pods = new ArrayList<>(entries.size());
     Map<String, Pod> current = new HashMap<>(entries.size() * 2);
     for (PodBatch.Entry entry : entries) {
-      Pod pod = entry.kind() == PodBatch.UNCHANGED ? held.get(entry.podName()) : shared.decode(entry);
+      boolean unchanged = entry.kind() == PodBatch.UNCHANGED;
+      Pod pod = unchanged ? held.get(entry.podName()) : shared.decode(entry);
+      changedPods += unchanged ? 0 : 1;
       if (pod == null) {
         LOG.debug("Lister: pod {} marked unchanged but not held; every pod next round", entry.podName());
         return null;

@@ -67,6 +67,11 @@ func (pl *plane) serveControl() (string, error) {
 		pl.proxy.throttle(seconds(r, "seconds"))
 		reply(w, ok, nil)
 	})
+	mux.HandleFunc("POST /proxy/bandwidth", func(w http.ResponseWriter, r *http.Request) {
+		bytesPerSecond, _ := strconv.Atoi(r.URL.Query().Get("bytesPerSecond"))
+		pl.proxy.limitBandwidth(bytesPerSecond)
+		reply(w, ok, nil)
+	})
 	mux.HandleFunc("POST /proxy/normal", func(w http.ResponseWriter, r *http.Request) {
 		pl.proxy.normal()
 		reply(w, ok, nil)

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // faultProxy stands between clients and the apiserver, terminating TLS with
@@ -29,8 +31,11 @@ type faultProxy struct {
 	holeTimer      *time.Timer
 	throttledUntil time.Time
 	delay          time.Duration
+	// bandwidth limits the bytes of all responses together, as a slow link
+	// does, so that a big list takes seconds; nil: unlimited.
+	bandwidth *rate.Limiter
 
-	requests, throttled, cuts, blackholes atomic.Int64
+	requests, throttled, cuts, blackholes, responseBytes atomic.Int64
 }
 
 func startFaultProxy(upstream, caFile, certFile, keyFile string) (*faultProxy, string, error) {
@@ -174,7 +179,23 @@ func (p *faultProxy) setDelay(d time.Duration) {
 	p.delay = d
 }
 
-// normal ends every fault.
+// limitBandwidth shares bytesPerSecond among all responses (0: unlimited).
+func (p *faultProxy) limitBandwidth(bytesPerSecond int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.bandwidth = nil
+	if bytesPerSecond > 0 {
+		p.bandwidth = rate.NewLimiter(rate.Limit(bytesPerSecond), bandwidthChunk)
+	}
+}
+
+func (p *faultProxy) currentBandwidth() *rate.Limiter {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.bandwidth
+}
+
+// normal ends every fault (a bandwidth limit is a setting, not a fault: it stays).
 func (p *faultProxy) normal() {
 	p.release(p.currentHole())
 	p.mu.Lock()
@@ -186,10 +207,15 @@ func (p *faultProxy) stats() map[string]any {
 	p.mu.Lock()
 	open := len(p.conns)
 	holed := p.hole != nil
+	bandwidth := 0
+	if p.bandwidth != nil {
+		bandwidth = int(p.bandwidth.Limit())
+	}
 	p.mu.Unlock()
 	return map[string]any{
 		"requests": p.requests.Load(), "throttled": p.throttled.Load(), "cuts": p.cuts.Load(),
 		"blackholes": p.blackholes.Load(), "open_connections": open, "blackholed": holed,
+		"bandwidth_bytes_per_second": bandwidth, "response_bytes": p.responseBytes.Load(),
 	}
 }
 
@@ -201,8 +227,21 @@ type holdingBody struct {
 	ctx   context.Context
 }
 
+// bandwidthChunk is the most a rate-limited read takes at once (the limiter's burst).
+const bandwidthChunk = 16 << 10
+
 func (b *holdingBody) Read(buf []byte) (int, error) {
+	limiter := b.proxy.currentBandwidth()
+	if limiter != nil && len(buf) > bandwidthChunk {
+		buf = buf[:bandwidthChunk]
+	}
 	n, err := b.ReadCloser.Read(buf)
+	b.proxy.responseBytes.Add(int64(n))
+	if limiter != nil && n > 0 {
+		if werr := limiter.WaitN(b.ctx, n); werr != nil {
+			return 0, werr
+		}
+	}
 	if hole := b.proxy.currentHole(); hole != nil {
 		select {
 		case <-hole:

@@ -245,6 +245,17 @@ impl LocalPlane {
     pub fn proxy_normal(&self) {
         self.control("POST", "/proxy/normal");
     }
+
+    /// Shares `bytes_per_second` among all proxied responses, as a slow link
+    /// does (0: unlimited); unlike faults it outlives [`Self::proxy_normal`].
+    pub fn proxy_bandwidth(&self, bytes_per_second: u64) {
+        self.control("POST", &format!("/proxy/bandwidth?bytesPerSecond={bytes_per_second}"));
+    }
+
+    /// The proxy's counters: requests, throttled (429s served), cuts, ...
+    pub fn proxy_stats(&self) -> serde_json::Value {
+        self.control("GET", "/proxy/stats")
+    }
 }
 
 impl Drop for LocalPlane {

@@ -6,8 +6,10 @@
 //! place that touches the `jni` crate; it converts arguments and delegates.
 
 pub mod client;
+pub mod driver;
 pub mod informer;
 pub mod jni;
+pub mod labels;
 pub mod runtime;
 pub mod services;
 pub mod settings;

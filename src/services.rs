@@ -19,10 +19,10 @@ use kube::api::{Api, DeleteParams, PostParams};
 use parking_lot::Mutex;
 use tokio::sync::{OnceCell, Semaphore};
 
-use crate::informer::{APP_LABEL, ROLE_LABEL};
+use crate::informer::PodSubscriber;
+use crate::labels;
+use crate::snapshot::{CachedPod, PodChange};
 
-/// The executor id label (Spark's `spark-exec-id`).
-pub const EXEC_ID_LABEL: &str = "spark-exec-id";
 /// The one port of an executor Service.
 pub const BLOCK_MANAGER_PORT_NAME: &str = "spark-block-manager";
 /// `spark-role` of executor Services, so an operator finds them all:
@@ -72,13 +72,15 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// The Service of one executor, exactly as it should be.
 pub fn executor_service(app_id: &str, exec_id: &str, port: u16, owner: &OwnerReference) -> Service {
     let labels = BTreeMap::from([
-        (APP_LABEL.to_string(), app_id.to_string()),
-        (ROLE_LABEL.to_string(), SERVICE_ROLE.to_string()),
-        (EXEC_ID_LABEL.to_string(), exec_id.to_string()),
+        (labels::APP.to_string(), app_id.to_string()),
+        (labels::ROLE.to_string(), SERVICE_ROLE.to_string()),
+        (labels::EXEC_ID.to_string(), exec_id.to_string()),
         (MANAGED_BY_LABEL.to_string(), MANAGED_BY.to_string()),
     ]);
-    let selector =
-        BTreeMap::from([(APP_LABEL.to_string(), app_id.to_string()), (EXEC_ID_LABEL.to_string(), exec_id.to_string())]);
+    let selector = BTreeMap::from([
+        (labels::APP.to_string(), app_id.to_string()),
+        (labels::EXEC_ID.to_string(), exec_id.to_string()),
+    ]);
     Service {
         metadata: ObjectMeta {
             name: Some(service_name(app_id, exec_id)),
@@ -452,7 +454,32 @@ mod tests {
     }
 }
 
-/// Work for the Service controller, sent by the informer as it sees pods.
+/// How the executor Services are doing (their failures never stop the informer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceHealth {
+    pub created: u64,
+    pub repaired: u64,
+    pub deleted: u64,
+    pub errors: u64,
+    pub last_error: Option<String>,
+    /// Most requests for Services in flight at once so far.
+    pub peak_in_flight: u64,
+}
+
+impl ServiceCounters {
+    pub fn health(&self) -> ServiceHealth {
+        ServiceHealth {
+            created: self.created.load(Ordering::Relaxed),
+            repaired: self.repaired.load(Ordering::Relaxed),
+            deleted: self.deleted.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+            last_error: self.last_error.lock().clone(),
+            peak_in_flight: self.peak_in_flight.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Work for the Service controller, from the pods the informer sees.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServiceWork {
     /// An executor pod exists (added or changed).
@@ -466,9 +493,11 @@ pub enum ServiceWork {
 /// Ensures a Service for every executor pod the informer sees (no watch or
 /// list of its own), and, with a cool-down, deletes the Service of an
 /// executor whose pod has been gone that long.
+/// It is a [`PodSubscriber`] of the informer.
 pub struct ServiceController {
     work: tokio::sync::mpsc::UnboundedSender<ServiceWork>,
     task: tokio::task::JoinHandle<()>,
+    counters: Arc<ServiceCounters>,
 }
 
 impl ServiceController {
@@ -476,18 +505,45 @@ impl ServiceController {
     /// Services live as long as the driver (the garbage collector removes them).
     pub fn spawn(services: Arc<ExecutorServices>, delete_after: Duration) -> Self {
         let (work, queue) = tokio::sync::mpsc::unbounded_channel();
+        let counters = services.counters.clone();
         let task = tokio::spawn(run_controller(services, queue, delete_after));
-        Self { work, task }
+        Self { work, task, counters }
     }
 
     pub fn send(&self, work: ServiceWork) {
         let _ = self.work.send(work);
     }
 
-    /// Stops the controller and every request it has in flight.
-    pub async fn stop(self) {
+    /// How the Services are doing.
+    pub fn health(&self) -> ServiceHealth {
+        self.counters.health()
+    }
+
+    /// Stops the controller and every request it has in flight (tasks on the
+    /// runtime, aborted at once).
+    pub fn stop(&self) {
         self.task.abort();
-        let _ = self.task.await;
+    }
+}
+
+impl PodSubscriber for ServiceController {
+    fn changed(&self, changes: &[PodChange]) {
+        for change in changes {
+            if let Some(exec_id) = change.pod().exec_id.clone() {
+                self.send(match change {
+                    PodChange::Applied(_) => ServiceWork::Ensure(exec_id),
+                    PodChange::Deleted(_) => ServiceWork::Gone(exec_id),
+                });
+            }
+        }
+    }
+
+    fn listed(&self, pods: &[Arc<CachedPod>]) {
+        self.send(ServiceWork::Resync(pods.iter().filter_map(|p| p.exec_id.clone()).collect()));
+    }
+
+    fn stop(&self) {
+        ServiceController::stop(self);
     }
 }
 

@@ -24,6 +24,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::labels;
+
 pub const FORMAT_VERSION: u8 = 2;
 /// The lister's answer when nothing changed since the JVM's previous snapshot.
 pub const UNCHANGED_SINCE_KNOWN: u8 = 1;
@@ -39,6 +41,10 @@ pub struct CachedPod {
     pub generation: u64,
     /// The executor id label (`spark-exec-id`), if any.
     pub exec_id: Option<String>,
+    /// Failed or Succeeded and not deleted: a state Spark acts on (it counts an
+    /// executor failure and logs the exit code from `PodFailed`), which a later
+    /// change of the pod must never coalesce away.
+    pub terminal: bool,
     /// The pod as JSON, without managedFields.
     pub json: Arc<[u8]>,
 }
@@ -65,18 +71,22 @@ pub fn cached_pod(mut pod: Pod, generation: u64) -> CachedPod {
     // managedFields are about half of a pod's metadata and Spark never reads them.
     pod.metadata.managed_fields = None;
     let meta = &pod.metadata;
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default();
     CachedPod {
         name: meta.name.clone().unwrap_or_default(),
         uid: meta.uid.clone().unwrap_or_default(),
         resource_version: meta.resource_version.clone().unwrap_or_default(),
         generation,
-        exec_id: meta.labels.as_ref().and_then(|l| l.get("spark-exec-id")).cloned(),
+        exec_id: meta.labels.as_ref().and_then(|l| l.get(labels::EXEC_ID)).cloned(),
+        // As Spark's ExecutorPodsSnapshot derives PodFailed / PodSucceeded.
+        terminal: meta.deletion_timestamp.is_none()
+            && (phase.eq_ignore_ascii_case("failed") || phase.eq_ignore_ascii_case("succeeded")),
         json: serde_json::to_vec(&pod).expect("a Pod always serializes").into(),
     }
 }
 
-/// The pod as deleted: with a deletionTimestamp (set to now if the apiserver
-/// did not set one, e.g. a pod that left the label selector).
+/// A pod a relist found gone, as deleted: with a deletionTimestamp (now, if
+/// its last known state had none), which is how Spark recognises a deleted pod.
 pub fn deleted_pod(mut pod: Pod, generation: u64) -> CachedPod {
     if pod.metadata.deletion_timestamp.is_none() {
         pod.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::now()));

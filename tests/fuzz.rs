@@ -50,6 +50,7 @@ fn cached(name: String, generation: u64, json: Vec<u8>) -> Arc<CachedPod> {
         resource_version: generation.to_string(),
         generation,
         exec_id: None,
+        terminal: false,
         json: json.into(),
     })
 }

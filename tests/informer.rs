@@ -11,7 +11,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use parking_lot::Mutex;
 use spark_k8s_native::informer::health::{NotReady, SyncState};
-use spark_k8s_native::informer::{executor_selector, ExecutorPodInformer, HealthReport};
+use spark_k8s_native::informer::{ExecutorPodInformer, HealthReport};
+use spark_k8s_native::labels::executor_selector;
 use spark_k8s_native::settings::{InitialList, Settings};
 use spark_k8s_native::snapshot::{decode_pod, PodChange};
 use support::kubelet::{self, PodPhase};
@@ -308,26 +309,32 @@ async fn a_black_hole_longer_than_the_stale_bound_makes_the_lister_unready_then_
     let held = Instant::now();
     kubelet::create_executor(&pods, &app, 3).await.unwrap();
     kubelet::set_phase(&pods, &kubelet::executor_pod_name(&app, 0), PodPhase::Failed(143)).await.unwrap();
-    let stale = eventually("the lister to refuse a stale cache", Duration::from_secs(10), || async {
+    // Stale at the bound; then, at the next tick, the informer drops the watch and relists.
+    let refused = eventually("the lister to refuse a stale cache", Duration::from_secs(10), || async {
         match informer.lister_snapshot() {
-            Err(NotReady::Stale { silent_for }) => Some(silent_for),
+            Err(reason @ (NotReady::Stale { .. } | NotReady::Relisting)) => Some(reason),
             _ => None,
         }
     })
     .await;
-    assert!(held.elapsed() < Duration::from_secs(6), "stale only after {:?}", held.elapsed());
-    assert!(stale > Duration::from_secs(3));
+    assert!(held.elapsed() < Duration::from_secs(6), "stale only after {:?}: {refused}", held.elapsed());
+    eventually("the relist that follows a stale spell", Duration::from_secs(5), || async {
+        (informer.health().phase == "relisting after a stale spell").then_some(())
+    })
+    .await;
     assert_eq!(informer.health().state.name(), "Degraded");
+    assert_eq!(informer.lister_snapshot().unwrap_err(), NotReady::Relisting, "the old cache never serves again");
 
     let first_after =
         eventually("ready again after the hole", Duration::from_secs(40), || async { informer.lister_snapshot().ok() })
             .await;
-    // The resumed watch replayed what it missed before the lister served again (RESUME_GRACE).
+    // Served again only once the relist completed: with what happened during the hole.
     let created_during_the_hole = kubelet::executor_pod_name(&app, 3);
     assert!(
         first_after.pods.iter().any(|p| p.name == created_during_the_hole),
         "the first snapshot after the hole lacks {created_during_the_hole}"
     );
+    assert_eq!(informer.health().relists, 1, "one relist per stale spell: {:?}", informer.health());
     eventually("no lost change", Duration::from_secs(20), || async {
         (last_state(&received, &kubelet::executor_pod_name(&app, 0)).as_deref() == Some("Failed")
             && last_state(&received, &kubelet::executor_pod_name(&app, 3)).is_some())
@@ -413,6 +420,51 @@ fn stop_leaves_no_task_behind() {
         })
         .await;
     });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_consumer_still_sees_every_failure_before_its_deletion() {
+    // Spark counts an executor failure and logs its exit code from PodFailed only: a
+    // consumer that falls behind must not get Failed-then-deleted as a bare deletion.
+    let plane = LocalPlane::shared();
+    let app = unique_app_id("stall");
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let informer = informer(plane, Identity::Restricted, Route::Direct, &app, &[]).await;
+    informer.start().unwrap();
+    wait_synced(&informer).await;
+    kubelet::create_executors(&pods, &app, 0..4, 4).await.unwrap();
+    // The consumer stalls while each pod runs, fails (or succeeds) and is deleted.
+    for id in 0..4 {
+        let name = kubelet::executor_pod_name(&app, id);
+        kubelet::set_phase(&pods, &name, PodPhase::Running).await.unwrap();
+        let end = if id == 3 { PodPhase::Succeeded } else { PodPhase::Failed(137) };
+        kubelet::set_phase(&pods, &name, end).await.unwrap();
+        kubelet::delete_pod(&pods, &name).await.unwrap();
+    }
+    wait_for(&informer, "every event applied", Duration::from_secs(20), |h| h.events_applied >= 16).await;
+    let mut seen: HashMap<String, Vec<String>> = HashMap::new();
+    while let Ok(batch) = informer.take_changes(100, Duration::from_millis(500)) {
+        if batch.is_empty() {
+            break;
+        }
+        for change in batch {
+            let pod = decode_pod(&change.pod().json);
+            let phase = pod.status.and_then(|s| s.phase).unwrap_or_default();
+            let state = match change {
+                PodChange::Deleted(_) => format!("deleted ({phase})"),
+                PodChange::Applied(_) => phase,
+            };
+            seen.entry(change.pod().name.clone()).or_default().push(state);
+        }
+    }
+    for id in 0..4 {
+        let end = if id == 3 { "Succeeded" } else { "Failed" };
+        let states = &seen[&kubelet::executor_pod_name(&app, id)];
+        let terminal = states.iter().position(|s| s == end).unwrap_or_else(|| panic!("{end} skipped: {states:?}"));
+        assert!(states[terminal + 1..].iter().any(|s| s.starts_with("deleted")), "no deletion after {end}: {states:?}");
+    }
+    assert!(informer.health().coalesced_changes > 0, "the consumer did fall behind");
+    informer.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

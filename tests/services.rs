@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
+use spark_k8s_native::driver::ExecutorTracking;
 use spark_k8s_native::informer::health::SyncState;
 use spark_k8s_native::informer::ExecutorPodInformer;
-use spark_k8s_native::services::{self, Ensured, ExecutorServices};
+use spark_k8s_native::services::{self, Ensured, ExecutorServices, ServiceController};
 use spark_k8s_native::settings::Settings;
 use support::kubelet;
 use support::{eventually, unique_app_id, Identity, LocalPlane, PlaneOptions, Route};
@@ -27,12 +28,13 @@ async fn create_driver(pods: &Api<Pod>, app: &str) -> Pod {
     pods.create(&PostParams::default(), &driver).await.unwrap()
 }
 
+/// The informer with the Service controller subscribed to it, as the driver runs them.
 async fn informer(
     plane: &LocalPlane,
     identity: Identity,
     app: &str,
     extra: &[(&str, &str)],
-) -> Arc<ExecutorPodInformer> {
+) -> (Arc<ExecutorPodInformer>, Arc<ServiceController>) {
     let mut conf = plane.spark_conf(identity, Route::Direct);
     conf.insert("spark.kubernetes.executor.enableService".into(), "true".into());
     conf.insert("spark.blockManager.port".into(), PORT.to_string());
@@ -40,7 +42,8 @@ async fn informer(
     for (k, v) in extra {
         conf.insert(k.to_string(), v.to_string());
     }
-    Arc::new(ExecutorPodInformer::connect(&Settings::from_spark_conf(&conf).unwrap(), app).await.unwrap())
+    let tracking = ExecutorTracking::connect(&Settings::from_spark_conf(&conf).unwrap(), app).await.unwrap();
+    (Arc::new(tracking.informer), tracking.services.expect("Services are on"))
 }
 
 async fn app_services(services: &Api<Service>, app: &str) -> Vec<Service> {
@@ -56,7 +59,7 @@ async fn every_executor_pod_gets_its_service_owned_by_the_driver() {
     let svcs: Api<Service> = Api::namespaced(plane.admin(), plane.namespace());
     let driver = create_driver(&pods, &app).await;
     kubelet::create_executor(&pods, &app, 1).await.unwrap(); // before start: ensured at the first sync
-    let informer = informer(plane, Identity::Restricted, &app, &[]).await;
+    let (informer, services) = informer(plane, Identity::Restricted, &app, &[]).await;
     informer.start().unwrap();
     let mut lags = Vec::new();
     for id in 2..=6 {
@@ -84,7 +87,7 @@ async fn every_executor_pod_gets_its_service_owned_by_the_driver() {
         let port = &spec.ports.unwrap()[0];
         assert_eq!((port.name.as_deref(), port.port), (Some("spark-block-manager"), PORT as i32));
     }
-    let health = informer.health().services.unwrap();
+    let health = services.health();
     assert_eq!((health.created, health.errors), (6, 0), "{health:?}");
 
     // The driver pod goes: the garbage collector removes every Service of the app.
@@ -136,7 +139,7 @@ async fn a_burst_of_300_executors_gets_300_services_within_the_request_bound() {
     let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
     let svcs: Api<Service> = Api::namespaced(plane.admin(), plane.namespace());
     create_driver(&pods, &app).await;
-    let informer =
+    let (informer, services) =
         informer(&plane, Identity::Restricted, &app, &[("spark.kubernetes.native.service.maxConcurrentRequests", "8")])
             .await;
     informer.start().unwrap();
@@ -146,7 +149,7 @@ async fn a_burst_of_300_executors_gets_300_services_within_the_request_bound() {
         (app_services(&svcs, &app).await.len() == 300).then_some(())
     })
     .await;
-    let health = informer.health().services.unwrap();
+    let health = services.health();
     eprintln!(
         "300 executors -> 300 Services in {:.1}s; peak requests in flight {}",
         began.elapsed().as_secs_f64(),
@@ -165,7 +168,7 @@ async fn with_a_cool_down_a_service_goes_after_its_pod_and_without_one_it_stays(
     for (delete_after, kept) in [("2s", false), ("0s", true)] {
         let app = unique_app_id("cool");
         create_driver(&pods, &app).await;
-        let informer = informer(
+        let (informer, _services) = informer(
             plane,
             Identity::Restricted,
             &app,
@@ -202,7 +205,7 @@ async fn without_rights_on_services_the_error_shows_and_the_informer_keeps_worki
     let app = unique_app_id("nosvc");
     let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
     create_driver(&pods, &app).await;
-    let informer = informer(plane, Identity::PodsOnly, &app, &[]).await;
+    let (informer, services) = informer(plane, Identity::PodsOnly, &app, &[]).await;
     informer.start().unwrap();
     // Created once the informer follows the watch, so that it arrives as a change.
     eventually("Synced", Duration::from_secs(30), || async {
@@ -211,11 +214,11 @@ async fn without_rights_on_services_the_error_shows_and_the_informer_keeps_worki
     .await;
     kubelet::create_executor(&pods, &app, 1).await.unwrap();
     eventually("the Service error in health", Duration::from_secs(30), || async {
-        informer.health().services.filter(|s| s.errors > 0)
+        Some(services.health()).filter(|s| s.errors > 0)
     })
     .await;
     let health = informer.health();
-    let last_error = health.services.as_ref().unwrap().last_error.clone().unwrap();
+    let last_error = services.health().last_error.unwrap();
     assert!(last_error.contains("403") || last_error.contains("forbidden"), "{last_error}");
     assert_eq!(health.state, SyncState::Synced, "the informer is unaffected: {health:?}");
     let changes = informer.take_changes(10, Duration::from_secs(10)).unwrap();

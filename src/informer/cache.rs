@@ -7,18 +7,28 @@
 //! was broken is lost.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::snapshot::{self, CachedPod, PodChange};
 
+/// Generations are unique in the process, not per cache: a view handed out by one
+/// informer can never match another's (a restarted informer starts with a new cache).
+static LAST_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+fn next_generation() -> u64 {
+    LAST_GENERATION.fetch_add(1, Ordering::Relaxed) + 1
+}
+
 #[derive(Debug, Default)]
 pub struct ExecutorPodCache {
     live: HashMap<String, Arc<CachedPod>>,
     /// Pods of the list in progress, if any.
     listing: Option<HashMap<String, Arc<CachedPod>>>,
-    last_generation: u64,
+    /// Moves with every change to `live`, relists included (see [`Self::view`]).
+    view: u64,
     lists_completed: u64,
 }
 
@@ -31,17 +41,24 @@ impl ExecutorPodCache {
     /// One pod of the list in progress. During the very first list it is also
     /// a change to deliver at once, as a watch would show an existing pod: the
     /// JVM decodes the pods while the list still streams in, and the lister's
-    /// first snapshot reuses them. A relist is compared at its end instead.
+    /// first snapshot reuses them (nothing is served before that list completes).
+    /// A relist is compared at its end instead.
     pub fn list_item(&mut self, pod: Pod) -> Option<PodChange> {
-        let entry = self.entry_for(pod);
+        let first = self.lists_completed == 0;
+        // A relist's new pods get their generation when they enter the live cache, not
+        // now: a snapshot taken meanwhile shows the old contents, and its view must not
+        // cover pods it does not hold.
+        let entry = self.entry_for(pod, if first { next_generation() } else { 0 });
         self.listing.get_or_insert_with(HashMap::new).insert(entry.name.clone(), entry.clone());
-        (self.lists_completed == 0).then_some(PodChange::Applied(entry))
+        first.then_some(PodChange::Applied(entry))
     }
 
     /// The list completed: it replaces the cache. Returns what changed, except
-    /// after the very first list (its pods went out as they came).
+    /// after the very first list (its pods went out as they came). Pods found
+    /// gone are the only deletions the cache makes up (with a deletionTimestamp,
+    /// which is how Spark recognises a deleted pod).
     pub fn complete_list(&mut self) -> Vec<PodChange> {
-        let listed = self.listing.take().unwrap_or_default();
+        let mut listed = self.listing.take().unwrap_or_default();
         let first = self.lists_completed == 0;
         self.lists_completed += 1;
         let mut changes = Vec::new();
@@ -49,33 +66,39 @@ impl ExecutorPodCache {
             let gone: Vec<Arc<CachedPod>> =
                 self.live.iter().filter(|(name, _)| !listed.contains_key(*name)).map(|(_, p)| p.clone()).collect();
             for old in gone {
-                let deleted = snapshot::deleted_pod(snapshot::decode_pod(&old.json), self.next_generation());
+                let deleted = snapshot::deleted_pod(snapshot::decode_pod(&old.json), next_generation());
                 changes.push(PodChange::Deleted(Arc::new(deleted)));
             }
-            for (name, new) in &listed {
-                if self.live.get(name).is_none_or(|old| old.generation != new.generation) {
-                    changes.push(PodChange::Applied(new.clone()));
+            for entry in listed.values_mut() {
+                if entry.generation == 0 {
+                    *entry = Arc::new(CachedPod { generation: next_generation(), ..CachedPod::clone(entry) });
+                    changes.push(PodChange::Applied(entry.clone()));
                 }
             }
         }
         self.live = listed;
+        // Any relist replaces the cache: the JVM's previous snapshot is never "unchanged" across one.
+        self.view = next_generation();
         changes
     }
 
     /// A watch event added or modified a pod. `None` if the cache already
     /// holds exactly this version (a replayed event).
     pub fn apply(&mut self, pod: Pod) -> Option<PodChange> {
-        let entry = self.entry_for(pod);
+        let entry = self.entry_for(pod, next_generation());
         if self.live.get(&entry.name).is_some_and(|old| Arc::ptr_eq(old, &entry)) {
             return None;
         }
+        self.view = entry.generation;
         self.live.insert(entry.name.clone(), entry.clone());
         Some(PodChange::Applied(entry))
     }
 
-    /// A watch event deleted a pod (or it left the label selector).
+    /// A watch event deleted a pod (or it left the label selector): delivered
+    /// as the apiserver sent it, as Spark's own watch source does.
     pub fn delete(&mut self, pod: Pod) -> PodChange {
-        let gone = Arc::new(snapshot::deleted_pod(pod, self.next_generation()));
+        let gone = Arc::new(snapshot::cached_pod(pod, next_generation()));
+        self.view = gone.generation;
         self.live.remove(&gone.name);
         PodChange::Deleted(gone)
     }
@@ -85,10 +108,11 @@ impl ExecutorPodCache {
         self.live.values().cloned().collect()
     }
 
-    /// The generation of the last change (0 before any): a cache at the same
-    /// generation holds exactly the same pods.
-    pub fn generation(&self) -> u64 {
-        self.last_generation
+    /// Identifies the live contents: equal views mean exactly the same pods at
+    /// the same generations, and every pod with a generation at or below a view
+    /// was in the cache, as it is, when that view was taken.
+    pub fn view(&self) -> u64 {
+        self.view
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<CachedPod>> {
@@ -109,21 +133,15 @@ impl ExecutorPodCache {
     }
 
     /// The entry for `pod`: the cached one if it is the same version of the
-    /// same pod (keeping its generation), else a new one.
-    fn entry_for(&mut self, pod: Pod) -> Arc<CachedPod> {
+    /// same pod (keeping its generation), else a new one with `generation`.
+    fn entry_for(&self, pod: Pod, generation: u64) -> Arc<CachedPod> {
         let meta = &pod.metadata;
         if let (Some(name), Some(uid), Some(rv)) = (&meta.name, &meta.uid, &meta.resource_version) {
             if let Some(old) = self.live.get(name).filter(|old| &old.uid == uid && &old.resource_version == rv) {
                 return old.clone();
             }
         }
-        let generation = self.next_generation();
         Arc::new(snapshot::cached_pod(pod, generation))
-    }
-
-    fn next_generation(&mut self) -> u64 {
-        self.last_generation += 1;
-        self.last_generation
     }
 }
 

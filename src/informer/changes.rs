@@ -2,9 +2,12 @@
 //! the JVM (consumer, a Java thread blocked in `take`).
 //!
 //! Changes coalesce per pod: while a pod's change waits, a newer one replaces
-//! it in place (latest state wins). So the queue never holds more entries than
-//! there are pods, a slow consumer costs no memory growth, and the last state
-//! of every pod is always delivered.
+//! it in place (latest state wins), except a terminal state (Failed or
+//! Succeeded, not deleted): Spark counts an executor failure and logs its exit
+//! code only from `PodFailed`, so that state is always delivered, and what
+//! follows it waits behind it. So the queue holds at most about one entry per
+//! pod, a slow consumer costs no memory growth, the last state of every pod is
+//! always delivered, and no terminal state is ever skipped.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -26,8 +29,12 @@ pub struct PodChangeQueue {
 
 #[derive(Default)]
 struct QueueState {
-    order: VecDeque<String>,
-    pending: HashMap<String, PodChange>,
+    /// Entry ids, oldest first.
+    order: VecDeque<u64>,
+    pending: HashMap<u64, PodChange>,
+    /// The newest waiting entry of each pod: the one a newer change may replace.
+    newest: HashMap<String, u64>,
+    next_id: u64,
     /// resourceVersion last handed to the consumer, per live pod (resync dedup).
     delivered: HashMap<String, String>,
     coalesced: u64,
@@ -40,12 +47,26 @@ impl PodChangeQueue {
         if state.closed {
             return;
         }
+        let state = &mut *state;
         let name = change.pod().name.clone();
-        match state.pending.insert(name.clone(), change) {
-            Some(_) => state.coalesced += 1,
-            None => state.order.push_back(name),
+        let replaceable = state.newest.get(&name).copied().filter(|id| {
+            let waiting = &state.pending[id];
+            // A terminal state is only replaced by a newer version of itself.
+            !terminal(waiting) || terminal(&change)
+        });
+        match replaceable {
+            Some(id) => {
+                state.pending.insert(id, change);
+                state.coalesced += 1;
+            }
+            None => {
+                let id = state.next_id;
+                state.next_id += 1;
+                state.pending.insert(id, change);
+                state.order.push_back(id);
+                state.newest.insert(name, id);
+            }
         }
-        drop(state);
         self.changed.notify_one();
     }
 
@@ -65,8 +86,12 @@ impl PodChangeQueue {
         let n = state.order.len().min(max.max(1));
         let mut batch = Vec::with_capacity(n);
         for _ in 0..n {
-            let name = state.order.pop_front().expect("n <= len");
-            let change = state.pending.remove(&name).expect("every queued name has a change");
+            let id = state.order.pop_front().expect("n <= len");
+            let change = state.pending.remove(&id).expect("every queued id has a change");
+            let name = change.pod().name.clone();
+            if state.newest.get(&name) == Some(&id) {
+                state.newest.remove(&name);
+            }
             match &change {
                 PodChange::Applied(p) => state.delivered.insert(name, p.resource_version.clone()),
                 PodChange::Deleted(_) => state.delivered.remove(&name),
@@ -102,6 +127,10 @@ impl PodChangeQueue {
     }
 }
 
+fn terminal(change: &PodChange) -> bool {
+    matches!(change, PodChange::Applied(p) if p.terminal)
+}
+
 /// `now + timeout`, or about a year from now when that would overflow
 /// (a caller may pass Long.MAX_VALUE milliseconds).
 pub fn deadline_after(timeout: Duration) -> Instant {
@@ -116,12 +145,22 @@ mod tests {
     use std::sync::Arc;
 
     fn change(name: &str, rv: &str, deleted: bool) -> PodChange {
+        pod_change(name, rv, deleted, false)
+    }
+
+    /// A pod whose phase is Failed (or Succeeded), not deleted.
+    fn terminal_change(name: &str, rv: &str) -> PodChange {
+        pod_change(name, rv, false, true)
+    }
+
+    fn pod_change(name: &str, rv: &str, deleted: bool, terminal: bool) -> PodChange {
         let pod = Arc::new(CachedPod {
             name: name.into(),
             uid: format!("uid-{name}"),
             resource_version: rv.into(),
             generation: rv.parse().unwrap(),
             exec_id: None,
+            terminal,
             json: Arc::from(&b"{}"[..]),
         });
         if deleted {
@@ -147,6 +186,27 @@ mod tests {
         let batch = q.take(10, Duration::ZERO).unwrap();
         assert_eq!(rvs(&batch), ["a@4", "b@2"]);
         assert!(matches!(batch[0], PodChange::Deleted(_)));
+    }
+
+    #[test]
+    fn a_slow_consumer_still_sees_failed_before_deleted() {
+        let q = PodChangeQueue::default();
+        q.push(change("a", "1", false));
+        q.push(terminal_change("a", "2"));
+        q.push(change("a", "3", true));
+        q.push(change("b", "4", false));
+        assert_eq!(rvs(&q.take(10, Duration::ZERO).unwrap()), ["a@2", "a@3", "b@4"]);
+        // A newer version of the terminal state replaces it; what follows coalesces behind it.
+        q.push(terminal_change("c", "5"));
+        q.push(terminal_change("c", "6"));
+        q.push(change("c", "7", true));
+        q.push(change("c", "8", true));
+        assert_eq!(q.len(), 2);
+        assert_eq!(rvs(&q.take(10, Duration::ZERO).unwrap()), ["c@6", "c@8"]);
+        // Once the terminal state is delivered, the pod coalesces as usual again.
+        q.push(change("c", "9", false));
+        q.push(change("c", "10", false));
+        assert_eq!(rvs(&q.take(10, Duration::ZERO).unwrap()), ["c@10"]);
     }
 
     #[test]

@@ -49,6 +49,15 @@ impl From<crate::services::ServicesSetupError> for JniError {
     }
 }
 
+impl From<crate::driver::SetupError> for JniError {
+    fn from(e: crate::driver::SetupError) -> Self {
+        match e {
+            crate::driver::SetupError::Informer(e) => e.into(),
+            crate::driver::SetupError::Services(e) => e.into(),
+        }
+    }
+}
+
 impl From<InformerError> for JniError {
     fn from(e: InformerError) -> Self {
         match e {

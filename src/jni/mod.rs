@@ -17,8 +17,8 @@ use jni::objects::{JClass, JObjectArray, JString};
 use jni::sys::{jint, jlong};
 use jni::{Env, EnvUnowned};
 
+use crate::driver::ExecutorTracking;
 use crate::informer::health::SyncState;
-use crate::informer::ExecutorPodInformer;
 use crate::runtime::RuntimeLease;
 use crate::settings::Settings;
 use crate::snapshot;
@@ -45,8 +45,8 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_create<'local>(
 ) -> jlong {
     env.with_env(|env| -> Result<_, JniError> {
         let (settings, app_id, runtime) = prepare(env, &conf, &app_id)?;
-        let informer = runtime.block_on(ExecutorPodInformer::connect(&settings, &app_id))?;
-        Ok(handles::INFORMERS.register(InformerHandle { informer, runtime }))
+        let tracking = runtime.block_on(ExecutorTracking::connect(&settings, &app_id))?;
+        Ok(handles::INFORMERS.register(InformerHandle { informer: tracking.informer, runtime }))
     })
     .resolve::<ThrowJavaException>()
 }

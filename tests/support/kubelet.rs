@@ -7,11 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-/// Spark's labels (Constants.scala).
-pub const APP_LABEL: &str = "spark-app-selector";
-pub const ROLE_LABEL: &str = "spark-role";
-pub const EXEC_ID_LABEL: &str = "spark-exec-id";
-pub const INACTIVE_LABEL: &str = "spark-exec-inactive";
+use spark_k8s_native::labels::{APP as APP_LABEL, EXEC_ID as EXEC_ID_LABEL, ROLE as ROLE_LABEL};
 pub const EXECUTOR_CONTAINER: &str = "spark-kubernetes-executor";
 
 /// The name Spark gives executor `exec_id` of `app_id`.

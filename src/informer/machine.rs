@@ -1,0 +1,494 @@
+//! The informer as one state machine: an enum of phases and one [`InformerMachine::step`]
+//! function, the only writer of the pod cache. It is pure (no I/O, time passed in), so every
+//! transition is unit-tested without a control plane; the informer task in `mod.rs` feeds it
+//! what kube's watcher and the wire show, and carries out the [`Effect`]s it returns.
+//!
+//! The promise it keeps: a full snapshot is handed out only while the cache is known to be
+//! current within the stale bound, because Spark removes every executor missing from a full
+//! snapshot. "Current as of T" means every change the apiserver made before T is in the cache:
+//!
+//! - a completed list makes the cache current as of its completion, and a watch that follows
+//!   keeps it current as of the last byte the apiserver sent on it;
+//! - while (re)listing, the old cache stays as current as it was when its watch broke, however
+//!   busy the wire is: the list's bytes say nothing of the old cache;
+//! - a silence longer than the stale bound (a black hole, a long outage) ends the watch: the
+//!   informer relists, and serves nothing until that list completes. A watch resumed after such
+//!   a spell would replay what it missed in a burst whose end nobody announces, so it is never
+//!   trusted; the relist is the one definite point at which the cache is whole again.
+//!
+//! Reading (readiness, report) never changes state.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use k8s_openapi::api::core::v1::Pod;
+
+use super::cache::ExecutorPodCache;
+use super::health::{NotReady, SyncState};
+use crate::settings::{self, InitialList};
+use crate::snapshot::{CachedPod, PodChange};
+
+/// Where the informer is, as the apiserver sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    /// Listing for the first time (one attempt after another); the cache is empty and
+    /// never served. `strategy` is how the list is made now (Auto falls back to the watch
+    /// cache as an explicit transition).
+    InitialList { strategy: InitialList },
+    /// Following the apiserver with a watch (resuming from the last resourceVersion after
+    /// a disconnect); the cache is current as of the last byte that watch received.
+    Watching { since: Instant },
+    /// Listing again: the watch could not resume (410 Gone) or the apiserver was silent
+    /// past the stale bound. The old cache serves only while provably within the bound.
+    Relisting { cause: RelistCause },
+    /// Stopped for good.
+    Stopped,
+}
+
+/// Why the informer relists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelistCause {
+    /// The watch could not resume (410 Gone) after a short gap: the old cache is as current
+    /// as before that watch and keeps serving until that is older than the stale bound.
+    Gone,
+    /// No sign of life for longer than the stale bound: the old cache is not served again.
+    StaleSpell,
+}
+
+impl Phase {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Phase::InitialList { .. } => "initial list",
+            Phase::Watching { .. } => "watching",
+            Phase::Relisting { cause: RelistCause::Gone } => "relisting after 410 Gone",
+            Phase::Relisting { cause: RelistCause::StaleSpell } => "relisting after a stale spell",
+            Phase::Stopped => "stopped",
+        }
+    }
+}
+
+/// What the informer task saw: one of kube's watcher items, a timer, or a stop.
+#[derive(Debug)]
+pub enum Input {
+    /// A list begins (`Event::Init`).
+    ListBegan,
+    /// A pod of the list in progress (`Event::InitApply`).
+    Listed(Pod),
+    /// The list is complete (`Event::InitDone`).
+    ListDone,
+    /// The watch added or modified a pod (`Event::Apply`).
+    Applied(Pod),
+    /// The watch deleted a pod, or it left the label selector (`Event::Delete`).
+    Deleted(Pod),
+    /// A request or the watch failed; kube's watcher backs off and retries.
+    Failed {
+        error: String,
+        /// The apiserver's status code, if it sent one.
+        status: Option<u16>,
+        /// The last byte of a successful response before the latest WATCH request was sent:
+        /// how current the cache is if that watch could not resume.
+        success_before_watch: Option<Instant>,
+    },
+    /// The periodic check (deadlines, silence); `wire` is the last byte of a successful response.
+    Tick {
+        wire: Option<Instant>,
+    },
+    Stop,
+}
+
+/// What the informer task must do after a step.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Hand these changes to Spark and to the subscribers, in this order.
+    Deliver(Vec<PodChange>),
+    /// A list completed: the whole set of pods, for subscribers that reconcile (Services).
+    Listed(Vec<Arc<CachedPod>>),
+    /// Drop the watcher and start a new one, which lists first (with [`InformerMachine::strategy`]).
+    Relist,
+}
+
+/// The current run of failures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailureRun {
+    pub since: SystemTime,
+    pub last_error: String,
+    pub consecutive: u32,
+    /// When the last failure was seen: only a sign of life after it ends the run.
+    pub last_at: Instant,
+}
+
+/// Timing settings the machine needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// How old the cache may be when a full snapshot is taken.
+    pub stale_bound: Duration,
+    /// How long a list may take before it is abandoned and retried.
+    pub list_timeout: Duration,
+}
+
+/// The state machine. See the module doc.
+#[derive(Debug)]
+pub struct InformerMachine {
+    phase: Phase,
+    cache: ExecutorPodCache,
+    bounds: Bounds,
+    /// How lists are made now (Auto may have fallen back to the watch cache).
+    strategy: InitialList,
+    /// When the list in progress began, if one is.
+    list_began: Option<Instant>,
+    /// When the last list completed.
+    listed_at: Option<Instant>,
+    /// The cache holds every change made before this instant (with `Watching`, also every
+    /// change before the watch's latest byte; see [`Self::current_as_of`]).
+    current_as_of: Option<Instant>,
+    failures: Option<FailureRun>,
+    errors: u64,
+    relists: u64,
+    events_applied: u64,
+    last_event: Option<SystemTime>,
+    first_sync_logged: bool,
+    started: Instant,
+}
+
+impl InformerMachine {
+    pub fn new(strategy: InitialList, bounds: Bounds, now: Instant) -> Self {
+        Self {
+            phase: Phase::InitialList { strategy },
+            cache: ExecutorPodCache::default(),
+            bounds,
+            strategy,
+            list_began: None,
+            listed_at: None,
+            current_as_of: None,
+            failures: None,
+            errors: 0,
+            relists: 0,
+            events_applied: 0,
+            last_event: None,
+            first_sync_logged: false,
+            started: now,
+        }
+    }
+
+    /// Applies one input seen at `now`; returns what the informer task must do.
+    pub fn step(&mut self, input: Input, now: Instant) -> Vec<Effect> {
+        if self.phase == Phase::Stopped {
+            return Vec::new();
+        }
+        match input {
+            Input::ListBegan => self.list_began(now),
+            Input::Listed(pod) => {
+                let first_list_item = self.cache.list_item(pod);
+                first_list_item.map(|change| vec![Effect::Deliver(vec![change])]).unwrap_or_default()
+            }
+            Input::ListDone => self.list_done(now),
+            Input::Applied(pod) => {
+                let change = self.cache.apply(pod);
+                self.event_applied(now);
+                change.map(|c| vec![Effect::Deliver(vec![c])]).unwrap_or_default()
+            }
+            Input::Deleted(pod) => {
+                let change = self.cache.delete(pod);
+                self.event_applied(now);
+                vec![Effect::Deliver(vec![change])]
+            }
+            Input::Failed { error, status, success_before_watch } => {
+                self.failed(error, now);
+                self.after_failure(status, success_before_watch)
+            }
+            Input::Tick { wire } => self.tick(wire, now),
+            Input::Stop => {
+                self.phase = Phase::Stopped;
+                Vec::new()
+            }
+        }
+    }
+
+    fn list_began(&mut self, now: Instant) -> Vec<Effect> {
+        if self.list_began.is_some() && self.strategy == InitialList::Auto {
+            // A streaming list whose stream ended before its last initial event: the
+            // server (or something between) does not carry streaming lists through.
+            return self.fall_back_from_streaming("the stream ended before the initial events did");
+        }
+        match self.phase {
+            Phase::Watching { .. } => {
+                // kube's watcher relists on its own after a 410 in the watch stream; that
+                // 410 came first as `Failed`, so this is a relist we did not see coming.
+                self.phase = Phase::Relisting { cause: RelistCause::Gone };
+                self.relists += 1;
+            }
+            Phase::InitialList { .. } | Phase::Relisting { .. } | Phase::Stopped => {}
+        }
+        if matches!(self.phase, Phase::Relisting { .. }) {
+            tracing::info!("relisting executor pods ({})", self.phase.name());
+        } else {
+            tracing::debug!("listing executor pods ({:?} initial list)", self.strategy);
+        }
+        self.list_began = Some(now);
+        self.cache.begin_list();
+        Vec::new()
+    }
+
+    fn list_done(&mut self, now: Instant) -> Vec<Effect> {
+        let began = self.list_began.take().unwrap_or(now);
+        let changes = self.cache.complete_list();
+        let pods = self.cache.snapshot();
+        // The list holds the apiserver's state as of its resourceVersion; the watch that
+        // follows starts there and replays what came since, at once.
+        self.current_as_of = Some(now);
+        self.listed_at = Some(now);
+        self.failures = None;
+        self.phase = Phase::Watching { since: now };
+        if !self.first_sync_logged {
+            self.first_sync_logged = true;
+            tracing::info!(
+                "executor pod informer synced: {} pods in {:.0} ms ({:.0} ms after start)",
+                pods.len(),
+                (now - began).as_secs_f64() * 1e3,
+                (now - self.started).as_secs_f64() * 1e3,
+            );
+        } else {
+            tracing::info!(
+                "executor pod informer relisted: {} pods in {:.0} ms",
+                pods.len(),
+                (now - began).as_secs_f64() * 1e3
+            );
+        }
+        let mut effects = Vec::with_capacity(2);
+        if !changes.is_empty() {
+            effects.push(Effect::Deliver(changes));
+        }
+        effects.push(Effect::Listed(pods));
+        effects
+    }
+
+    fn event_applied(&mut self, now: Instant) {
+        self.events_applied += 1;
+        self.last_event = Some(SystemTime::now());
+        if let Phase::Watching { .. } = self.phase {
+            // An event is the freshest sign that the watch follows the apiserver.
+            self.current_as_of = self.current_as_of.max(Some(now));
+            self.failures = None;
+        }
+    }
+
+    fn failed(&mut self, error: String, now: Instant) {
+        tracing::warn!("executor pod informer: {error}; retrying with backoff");
+        self.errors += 1;
+        self.failures = Some(match self.failures.take() {
+            Some(run) => FailureRun { last_error: error, consecutive: run.consecutive + 1, last_at: now, ..run },
+            None => FailureRun { since: SystemTime::now(), last_error: error, consecutive: 1, last_at: now },
+        });
+    }
+
+    fn after_failure(&mut self, status: Option<u16>, success_before_watch: Option<Instant>) -> Vec<Effect> {
+        let unsupported = matches!(status, Some(400 | 422 | 501));
+        match self.phase {
+            Phase::InitialList { strategy: InitialList::Auto } if unsupported => {
+                self.fall_back_from_streaming("the apiserver refused it")
+            }
+            Phase::Watching { .. } if status == Some(410) => {
+                // The watch could not resume: the cache is as current as it was before that
+                // watch was sent. The answer that said 410 proves the apiserver alive, not the
+                // cache current. A new watcher relists at once (kube's would too, after its
+                // backoff; and not at all after a 410 answered to the request itself).
+                self.current_as_of = success_before_watch.or(self.current_as_of);
+                self.phase = Phase::Relisting { cause: RelistCause::Gone };
+                self.relists += 1;
+                vec![Effect::Relist]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn tick(&mut self, wire: Option<Instant>, now: Instant) -> Vec<Effect> {
+        // A sign of life after the last failure ends the run of failures; after a stale
+        // spell only the relist's completion does (its bytes say nothing of the old cache).
+        if let (Some(run), Some(wire)) = (&self.failures, wire) {
+            let stale_relist = self.phase == Phase::Relisting { cause: RelistCause::StaleSpell };
+            if wire > run.last_at && !stale_relist {
+                self.failures = None;
+            }
+        }
+        if let Some(began) = self.list_began {
+            if now.saturating_duration_since(began) > self.bounds.list_timeout {
+                let error = format!(
+                    "the list did not complete within {:?} (raise {} if the namespace is large)",
+                    self.bounds.list_timeout,
+                    settings::keys::INITIAL_LIST_TIMEOUT
+                );
+                self.failed(error, now);
+                self.list_began = None;
+                if self.strategy == InitialList::Auto {
+                    return self.fall_back_from_streaming("it timed out");
+                }
+                return vec![Effect::Relist];
+            }
+        }
+        let Phase::Watching { .. } = self.phase else {
+            return Vec::new();
+        };
+        match self.watch_as_of(wire) {
+            WatchAsOf::Current(as_of) if now.saturating_duration_since(as_of) <= self.bounds.stale_bound => {
+                self.current_as_of = Some(as_of);
+                Vec::new()
+            }
+            WatchAsOf::Current(as_of) | WatchAsOf::ResumedAfterSilence(as_of) => {
+                let silent_for = now.saturating_duration_since(as_of);
+                tracing::warn!(
+                    "executor pod informer degraded: no response from the apiserver for {:.1}s (stale bound {:.1}s); \
+                     relisting, and no snapshot until that list completes",
+                    silent_for.as_secs_f64(),
+                    self.bounds.stale_bound.as_secs_f64()
+                );
+                self.failed(
+                    format!(
+                        "no response from the apiserver for {:.1}s (stale bound {:.1}s)",
+                        silent_for.as_secs_f64(),
+                        self.bounds.stale_bound.as_secs_f64()
+                    ),
+                    now,
+                );
+                self.phase = Phase::Relisting { cause: RelistCause::StaleSpell };
+                self.relists += 1;
+                vec![Effect::Relist]
+            }
+        }
+    }
+
+    fn fall_back_from_streaming(&mut self, why: &str) -> Vec<Effect> {
+        tracing::info!(
+            "streaming list unavailable ({why}); listing from the watch cache from now on (set {} to choose)",
+            settings::keys::INITIAL_LIST
+        );
+        self.strategy = InitialList::WatchCache;
+        self.list_began = None;
+        if let Phase::InitialList { .. } = self.phase {
+            self.phase = Phase::InitialList { strategy: InitialList::WatchCache };
+        }
+        vec![Effect::Relist]
+    }
+
+    /// How current a watching cache is, given the last byte on the wire. Bytes count only
+    /// if they came on this watch and follow the known state without a gap longer than the
+    /// stale bound: bytes after such a gap are a watch resumed after a stale spell, whose
+    /// replay may still be arriving (the next tick relists).
+    fn watch_as_of(&self, wire: Option<Instant>) -> WatchAsOf {
+        let known = self.current_as_of.expect("a watching cache has listed");
+        let Phase::Watching { since } = self.phase else {
+            return WatchAsOf::Current(known);
+        };
+        match wire.filter(|w| *w >= since && *w > known) {
+            None => WatchAsOf::Current(known),
+            Some(w) if w - known <= self.bounds.stale_bound => WatchAsOf::Current(w),
+            Some(_) => WatchAsOf::ResumedAfterSilence(known),
+        }
+    }
+
+    /// How current the cache is now, if it ever listed.
+    pub fn current_as_of(&self, wire: Option<Instant>) -> Option<Instant> {
+        self.current_as_of?;
+        Some(match self.watch_as_of(wire) {
+            WatchAsOf::Current(t) | WatchAsOf::ResumedAfterSilence(t) => t,
+        })
+    }
+
+    /// Whether a full snapshot may be handed to Spark now.
+    pub fn readiness(&self, now: Instant, wire: Option<Instant>) -> Result<(), NotReady> {
+        match self.phase {
+            Phase::Stopped => return Err(NotReady::Stopped),
+            Phase::InitialList { .. } => return Err(NotReady::NeverSynced),
+            Phase::Relisting { cause: RelistCause::StaleSpell } => return Err(NotReady::Relisting),
+            Phase::Watching { .. } | Phase::Relisting { cause: RelistCause::Gone } => {}
+        }
+        if let WatchAsOf::ResumedAfterSilence(known) = self.watch_as_of(wire) {
+            return Err(NotReady::Stale { silent_for: now.saturating_duration_since(known) });
+        }
+        let as_of = self.current_as_of(wire).expect("listed");
+        let silent_for = now.saturating_duration_since(as_of);
+        if silent_for > self.bounds.stale_bound {
+            return Err(NotReady::Stale { silent_for });
+        }
+        Ok(())
+    }
+
+    /// A full snapshot and the cache generation it shows, if ready (checked and taken at once).
+    pub fn lister_snapshot(&self, now: Instant, wire: Option<Instant>) -> Result<(Vec<Arc<CachedPod>>, u64), NotReady> {
+        self.readiness(now, wire)?;
+        Ok((self.cache.snapshot(), self.cache.view()))
+    }
+
+    /// The operator's view of the state now.
+    pub fn sync_state(&self, now: Instant, wire: Option<Instant>) -> SyncState {
+        if self.phase == Phase::Stopped {
+            return SyncState::Stopped;
+        }
+        if let Some(run) = &self.failures {
+            return SyncState::Degraded {
+                since: run.since,
+                last_error: run.last_error.clone(),
+                consecutive_failures: run.consecutive,
+            };
+        }
+        if let Err(NotReady::Stale { silent_for }) = self.readiness(now, wire) {
+            return SyncState::Degraded {
+                since: SystemTime::now() - silent_for.saturating_sub(self.bounds.stale_bound),
+                last_error: format!(
+                    "no response from the apiserver for {:.1}s (stale bound {:.1}s)",
+                    silent_for.as_secs_f64(),
+                    self.bounds.stale_bound.as_secs_f64()
+                ),
+                consecutive_failures: 1,
+            };
+        }
+        if self.has_synced() {
+            SyncState::Synced
+        } else {
+            SyncState::Starting
+        }
+    }
+
+    pub fn phase(&self) -> &Phase {
+        &self.phase
+    }
+
+    pub fn has_synced(&self) -> bool {
+        self.listed_at.is_some()
+    }
+
+    /// How lists are made now.
+    pub fn strategy(&self) -> InitialList {
+        self.strategy
+    }
+
+    pub fn cache(&self) -> &ExecutorPodCache {
+        &self.cache
+    }
+
+    pub fn errors(&self) -> u64 {
+        self.errors
+    }
+
+    pub fn relists(&self) -> u64 {
+        self.relists
+    }
+
+    pub fn events_applied(&self) -> u64 {
+        self.events_applied
+    }
+
+    pub fn last_event(&self) -> Option<SystemTime> {
+        self.last_event
+    }
+}
+
+enum WatchAsOf {
+    /// The cache is current as of this instant.
+    Current(Instant),
+    /// Bytes came after a silence longer than the stale bound; the cache is known current
+    /// only as of this instant, before the silence.
+    ResumedAfterSilence(Instant),
+}
+
+#[cfg(test)]
+mod tests;

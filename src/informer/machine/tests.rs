@@ -1,0 +1,355 @@
+//! The state machine, transition by transition, with no control plane: time is
+//! passed in, the wire's last sign of life is a parameter.
+
+use super::*;
+use crate::snapshot::{self, decode_batch, encode_snapshot, UNCHANGED_SINCE_KNOWN};
+use serde_json::json;
+
+const BOUND: Duration = Duration::from_secs(5);
+
+fn bounds() -> Bounds {
+    Bounds { stale_bound: BOUND, list_timeout: Duration::from_secs(60) }
+}
+
+fn pod(name: &str, rv: &str, phase: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "uid": format!("uid-{name}"), "resourceVersion": rv,
+                     "labels": {"spark-exec-id": name.trim_start_matches('p')}},
+        "status": {"phase": phase},
+    }))
+    .unwrap()
+}
+
+/// `t0` plus `ms` milliseconds.
+fn at(t0: Instant, ms: u64) -> Instant {
+    t0 + Duration::from_millis(ms)
+}
+
+fn names(pods: &[Arc<CachedPod>]) -> Vec<String> {
+    let mut names: Vec<_> = pods.iter().map(|p| p.name.clone()).collect();
+    names.sort();
+    names
+}
+
+fn delivered(effects: &[Effect]) -> Vec<String> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Deliver(changes) => Some(changes),
+            _ => None,
+        })
+        .flatten()
+        .map(|c| match c {
+            PodChange::Applied(p) => format!("+{}@{}", p.name, p.resource_version),
+            PodChange::Deleted(p) => format!("-{}", p.name),
+        })
+        .collect()
+}
+
+/// A machine that listed `pods` at `t0` and watches since.
+fn watching(pods: &[(&str, &str)], t0: Instant) -> InformerMachine {
+    let mut m = InformerMachine::new(InitialList::Consistent, bounds(), t0);
+    m.step(Input::ListBegan, t0);
+    for (name, rv) in pods {
+        m.step(Input::Listed(pod(name, rv, "Running")), t0);
+    }
+    m.step(Input::ListDone, t0);
+    assert!(matches!(m.phase(), Phase::Watching { .. }));
+    m
+}
+
+fn gone(success_before_watch: Option<Instant>) -> Input {
+    Input::Failed { error: "too old resource version: Expired".into(), status: Some(410), success_before_watch }
+}
+
+#[test]
+fn an_unsynced_cache_is_never_ready_and_the_first_list_streams_out() {
+    let t0 = Instant::now();
+    let mut m = InformerMachine::new(InitialList::Consistent, bounds(), t0);
+    assert_eq!(m.readiness(t0, None), Err(NotReady::NeverSynced));
+    m.step(Input::ListBegan, t0);
+    let effects = m.step(Input::Listed(pod("p1", "1", "Running")), t0);
+    assert_eq!(delivered(&effects), ["+p1@1"], "the first list's pods go out as they come");
+    // Bytes on the wire do not make a half-listed cache whole.
+    assert_eq!(m.readiness(at(t0, 100), Some(at(t0, 100))), Err(NotReady::NeverSynced));
+    assert_eq!(m.sync_state(at(t0, 100), Some(at(t0, 100))), SyncState::Starting);
+    let effects = m.step(Input::ListDone, at(t0, 200));
+    assert!(delivered(&effects).is_empty(), "nothing twice");
+    assert!(matches!(effects.last(), Some(Effect::Listed(pods)) if pods.len() == 1));
+    assert_eq!(m.readiness(at(t0, 200), None), Ok(()));
+    assert_eq!(m.sync_state(at(t0, 200), None), SyncState::Synced);
+}
+
+#[test]
+fn a_watch_keeps_the_cache_current_with_its_bytes() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1")], t0);
+    // A quiet healthy watch: a byte (reconnect, bookmark) every 3 s.
+    for s in 1..=10 {
+        let wire = Some(at(t0, s * 3000));
+        assert!(m.step(Input::Tick { wire }, at(t0, s * 3000 + 100)).is_empty());
+        assert_eq!(m.readiness(at(t0, s * 3000 + 200), wire), Ok(()));
+    }
+    // An event is a sign of life too.
+    m.step(Input::Applied(pod("p2", "2", "Pending")), at(t0, 33_000));
+    assert_eq!(m.readiness(at(t0, 37_000), None), Ok(()));
+    assert_eq!(m.readiness(at(t0, 38_100), None), Err(NotReady::Stale { silent_for: Duration::from_millis(5100) }));
+    assert_eq!(m.relists(), 0);
+}
+
+/// Defect 1 of the issue: the outage outlasts the stale bound; when it ends, the
+/// old cache must not serve while the list that follows runs.
+#[test]
+fn after_a_stale_spell_nothing_is_served_until_the_relist_completes() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1"), ("p2", "2")], t0);
+    m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 1000));
+    // Black hole from 1 s: no byte. Still within the bound at 5.9 s...
+    assert!(m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 5900)).is_empty());
+    assert_eq!(m.readiness(at(t0, 5900), Some(at(t0, 1000))), Ok(()));
+    // ...past it at 6.1 s: the informer drops the watch and relists.
+    assert_eq!(m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 6100)), vec![Effect::Relist]);
+    assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::StaleSpell });
+    assert_eq!(m.sync_state(at(t0, 6100), None).name(), "Degraded");
+    assert_eq!(m.relists(), 1);
+    // The hole ends at 15 s; the new list's bytes flow for seconds (a slow link).
+    m.step(Input::ListBegan, at(t0, 15_000));
+    for (i, (name, rv)) in [("p1", "1"), ("p2", "2"), ("p3", "9")].iter().enumerate() {
+        let now = at(t0, 15_000 + 3000 * i as u64);
+        assert!(m.step(Input::Listed(pod(name, rv, "Running")), now).is_empty(), "a relist is compared at its end");
+        m.step(Input::Tick { wire: Some(now) }, now);
+        assert_eq!(m.readiness(now, Some(now)), Err(NotReady::Relisting), "the old cache never serves again");
+        assert!(m.lister_snapshot(now, Some(now)).is_err());
+    }
+    // Further ticks during the relist do not start another one.
+    assert!(m.step(Input::Tick { wire: Some(at(t0, 22_000)) }, at(t0, 22_000)).is_empty());
+    let effects = m.step(Input::ListDone, at(t0, 23_000));
+    assert_eq!(delivered(&effects), ["+p3@9"]);
+    let (pods, _) = m.lister_snapshot(at(t0, 23_000), Some(at(t0, 23_000))).expect("ready once the list completed");
+    assert_eq!(names(&pods), ["p1", "p2", "p3"], "the first snapshot after the relist has every pod");
+    assert_eq!(m.sync_state(at(t0, 23_000), Some(at(t0, 23_000))), SyncState::Synced);
+    assert_eq!(m.relists(), 1);
+}
+
+/// The other way the old cache could look fresh: bytes of a watch resumed after a
+/// silence longer than the bound arrive before the tick that would have seen the silence.
+#[test]
+fn bytes_after_a_silence_longer_than_the_bound_never_freshen_the_cache() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1")], t0);
+    m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 1000));
+    // No tick ran during the silence (a busy runtime); the resumed watch's first byte at 7 s.
+    let wire = Some(at(t0, 7000));
+    assert_eq!(m.readiness(at(t0, 7010), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(6010) }));
+    assert_eq!(m.step(Input::Tick { wire }, at(t0, 7020)), vec![Effect::Relist]);
+    assert_eq!(m.readiness(at(t0, 7030), wire), Err(NotReady::Relisting));
+}
+
+#[test]
+fn a_short_410_keeps_the_old_cache_serving_only_within_the_bound_of_its_last_watch() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1")], t0);
+    m.step(Input::Tick { wire: Some(at(t0, 2000)) }, at(t0, 2000));
+    // A watch sent at 3 s answers 200 (a byte at 3 s), then 410 in its stream.
+    let wire = Some(at(t0, 3000));
+    assert_eq!(m.step(gone(Some(at(t0, 2000))), at(t0, 3000)), vec![Effect::Relist]);
+    assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::Gone });
+    assert_eq!(m.relists(), 1);
+    // The 410's own byte proves the apiserver alive, not the cache current: as of 2 s.
+    assert_eq!(m.current_as_of(wire), Some(at(t0, 2000)));
+    m.step(Input::ListBegan, at(t0, 3100));
+    m.step(Input::Listed(pod("p1", "1", "Running")), at(t0, 3200));
+    // The relist's bytes flow; the old cache serves while it is within the bound...
+    let wire = Some(at(t0, 6900));
+    m.step(Input::Tick { wire }, at(t0, 6900));
+    assert!(m.lister_snapshot(at(t0, 6900), wire).is_ok());
+    assert_eq!(m.sync_state(at(t0, 6900), wire), SyncState::Synced, "a sign of life after the 410 ends its failure");
+    // ...and not a moment longer, however busy the wire.
+    let wire = Some(at(t0, 7100));
+    assert_eq!(m.readiness(at(t0, 7100), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(5100) }));
+    assert!(m.step(Input::Tick { wire }, at(t0, 7100)).is_empty(), "already relisting");
+    m.step(Input::ListDone, at(t0, 9000));
+    assert_eq!(m.readiness(at(t0, 9000), wire), Ok(()));
+    assert_eq!(m.relists(), 1);
+}
+
+/// Defect 2 of the issue: the lister's "unchanged since your snapshot" must never
+/// survive a relist, even when the JVM's snapshot was taken while the relist ran.
+#[test]
+fn a_view_taken_during_a_relist_is_never_unchanged_after_it() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1"), ("p2", "2")], t0);
+    m.step(gone(Some(t0)), at(t0, 100));
+    m.step(Input::ListBegan, at(t0, 200));
+    m.step(Input::Listed(pod("p1", "1", "Running")), at(t0, 300));
+    m.step(Input::Listed(pod("p2", "2", "Running")), at(t0, 300));
+    m.step(Input::Listed(pod("p3", "3", "Running")), at(t0, 400));
+    // The JVM's snapshot mid-relist: the old contents, within the bound.
+    let (old, during) = m.lister_snapshot(at(t0, 500), None).expect("a short 410 keeps serving");
+    assert_eq!(names(&old), ["p1", "p2"]);
+    m.step(Input::ListDone, at(t0, 600));
+    let (pods, view) = m.lister_snapshot(at(t0, 700), None).unwrap();
+    assert_ne!(view, during);
+    let answer = encode_snapshot(&pods, during, view);
+    assert_ne!(answer, [UNCHANGED_SINCE_KNOWN]);
+    let batch = decode_batch(&answer).unwrap();
+    let p3 = batch.entries.iter().find(|e| e.name == "p3").expect("the new pod is in the snapshot");
+    assert!(!p3.json.is_empty(), "with its JSON: the JVM never held it");
+    let p1 = batch.entries.iter().find(|e| e.name == "p1").unwrap();
+    assert!(p1.json.is_empty(), "an unchanged pod the JVM holds costs its name only");
+}
+
+#[test]
+fn any_relist_invalidates_the_view_even_with_the_same_pods() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1")], t0);
+    let (_, before) = m.lister_snapshot(t0, None).unwrap();
+    m.step(gone(Some(t0)), t0);
+    m.step(Input::ListBegan, t0);
+    m.step(Input::Listed(pod("p1", "1", "Running")), t0);
+    m.step(Input::ListDone, t0);
+    let (_, after) = m.lister_snapshot(t0, None).unwrap();
+    assert_ne!(before, after);
+    // Another informer's views never match this one's (a restarted informer).
+    let other = watching(&[("p1", "1")], t0);
+    assert_ne!(other.lister_snapshot(t0, None).unwrap().1, after);
+}
+
+#[test]
+fn a_relist_delivers_the_difference_and_makes_up_only_the_deletions_it_found() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1"), ("p2", "2")], t0);
+    m.step(gone(Some(t0)), t0);
+    m.step(Input::ListBegan, t0);
+    m.step(Input::Listed(pod("p1", "5", "Failed")), t0);
+    let effects = m.step(Input::ListDone, t0);
+    let mut changes = delivered(&effects);
+    changes.sort();
+    assert_eq!(changes, ["+p1@5", "-p2"]);
+    let Some(Effect::Deliver(list)) = effects.first() else { panic!("{effects:?}") };
+    let p2 = list.iter().find(|c| c.pod().name == "p2").unwrap();
+    assert!(snapshot::decode_pod(&p2.pod().json).metadata.deletion_timestamp.is_some(), "found gone: deleted");
+    assert!(list.iter().find(|c| c.pod().name == "p1").unwrap().pod().terminal);
+    assert!(matches!(effects.last(), Some(Effect::Listed(pods)) if names(pods) == ["p1"]));
+}
+
+#[test]
+fn a_watch_deletion_is_delivered_as_the_apiserver_sent_it() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1"), ("p2", "2")], t0);
+    // p1 left the selector (relabelled inactive): the apiserver sends it without a deletionTimestamp.
+    let effects = m.step(Input::Deleted(pod("p1", "3", "Running")), t0);
+    let Some(Effect::Deliver(changes)) = effects.first() else { panic!("{effects:?}") };
+    let sent = snapshot::decode_pod(&changes[0].pod().json);
+    assert!(sent.metadata.deletion_timestamp.is_none(), "not made up");
+    assert_eq!(sent.status.unwrap().phase.as_deref(), Some("Running"));
+    assert!(matches!(changes[0], PodChange::Deleted(_)));
+    assert_eq!(names(&m.cache().snapshot()), ["p2"]);
+}
+
+#[test]
+fn auto_falls_back_to_the_watch_cache_when_streaming_is_refused() {
+    let t0 = Instant::now();
+    let mut m = InformerMachine::new(InitialList::Auto, bounds(), t0);
+    let refused = Input::Failed { error: "422 Unprocessable".into(), status: Some(422), success_before_watch: None };
+    assert_eq!(m.step(refused, t0), vec![Effect::Relist]);
+    assert_eq!(m.strategy(), InitialList::WatchCache);
+    assert_eq!(m.phase(), &Phase::InitialList { strategy: InitialList::WatchCache });
+    assert_eq!(m.sync_state(t0, None).name(), "Degraded");
+    // From then on a refusal is a failure like any other.
+    let again = Input::Failed { error: "422".into(), status: Some(422), success_before_watch: None };
+    assert!(m.step(again, t0).is_empty());
+}
+
+#[test]
+fn auto_falls_back_when_a_streaming_list_ends_before_its_initial_events() {
+    let t0 = Instant::now();
+    let mut m = InformerMachine::new(InitialList::Auto, bounds(), t0);
+    m.step(Input::ListBegan, t0);
+    m.step(Input::Listed(pod("p1", "1", "Running")), t0);
+    assert_eq!(m.step(Input::ListBegan, at(t0, 10)), vec![Effect::Relist]);
+    assert_eq!(m.strategy(), InitialList::WatchCache);
+}
+
+#[test]
+fn a_list_that_outlives_its_timeout_is_abandoned_and_retried() {
+    let t0 = Instant::now();
+    let mut m = InformerMachine::new(InitialList::Consistent, bounds(), t0);
+    m.step(Input::ListBegan, t0);
+    assert!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 59_000)).is_empty());
+    assert_eq!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 61_000)), vec![Effect::Relist]);
+    assert_eq!(m.strategy(), InitialList::Consistent);
+    let SyncState::Degraded { last_error, .. } = m.sync_state(at(t0, 61_000), None) else { panic!() };
+    assert!(last_error.contains("initialListTimeout"), "{last_error}");
+    // With Auto, a timed-out streaming list falls back.
+    let mut auto = InformerMachine::new(InitialList::Auto, bounds(), t0);
+    auto.step(Input::ListBegan, t0);
+    assert_eq!(auto.step(Input::Tick { wire: None }, at(t0, 61_000)), vec![Effect::Relist]);
+    assert_eq!(auto.strategy(), InitialList::WatchCache);
+}
+
+#[test]
+fn failures_degrade_count_and_end_at_the_next_sign_of_life() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1")], t0);
+    let refused = || Input::Failed { error: "connection refused".into(), status: None, success_before_watch: None };
+    m.step(refused(), at(t0, 1000));
+    m.step(refused(), at(t0, 2000));
+    let SyncState::Degraded { consecutive_failures, last_error, .. } = m.sync_state(at(t0, 2000), None) else {
+        panic!()
+    };
+    assert_eq!((consecutive_failures, last_error.as_str()), (2, "connection refused"));
+    assert_eq!(m.errors(), 2);
+    // Reading, however often, changes nothing; a byte from before the failure ends nothing.
+    for _ in 0..3 {
+        let _ = m.sync_state(at(t0, 2500), Some(at(t0, 500)));
+        let _ = m.readiness(at(t0, 2500), Some(at(t0, 500)));
+    }
+    m.step(Input::Tick { wire: Some(at(t0, 500)) }, at(t0, 2500));
+    assert_eq!(m.sync_state(at(t0, 2500), Some(at(t0, 500))).name(), "Degraded");
+    m.step(Input::Tick { wire: Some(at(t0, 2600)) }, at(t0, 2700));
+    assert_eq!(m.sync_state(at(t0, 2700), Some(at(t0, 2600))), SyncState::Synced);
+    assert_eq!(m.readiness(at(t0, 2700), Some(at(t0, 2600))), Ok(()));
+}
+
+#[test]
+fn a_long_run_of_failures_while_watching_is_a_stale_spell_too() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1")], t0);
+    for s in 1..=4 {
+        let refused = Input::Failed { error: "connection refused".into(), status: None, success_before_watch: None };
+        m.step(refused, at(t0, s * 1000));
+        assert!(m.step(Input::Tick { wire: Some(t0) }, at(t0, s * 1000 + 10)).is_empty());
+    }
+    assert_eq!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 5100)), vec![Effect::Relist]);
+    assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::StaleSpell });
+    // The apiserver answers again: its list bytes neither serve the old cache nor end Degraded.
+    m.step(Input::ListBegan, at(t0, 6000));
+    m.step(Input::Tick { wire: Some(at(t0, 6100)) }, at(t0, 6200));
+    assert_eq!(m.sync_state(at(t0, 6200), Some(at(t0, 6100))).name(), "Degraded");
+    m.step(Input::Listed(pod("p1", "1", "Running")), at(t0, 6300));
+    m.step(Input::ListDone, at(t0, 6400));
+    assert_eq!(m.sync_state(at(t0, 6400), Some(at(t0, 6400))), SyncState::Synced);
+}
+
+#[test]
+fn a_relist_kube_starts_on_its_own_is_counted_and_compared() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1")], t0);
+    m.step(Input::ListBegan, at(t0, 100));
+    assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::Gone });
+    assert_eq!(m.relists(), 1);
+    m.step(Input::Listed(pod("p2", "2", "Running")), at(t0, 200));
+    assert_eq!(delivered(&m.step(Input::ListDone, at(t0, 300))).len(), 2, "+p2 and -p1");
+}
+
+#[test]
+fn stopped_is_final() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1")], t0);
+    m.step(Input::Stop, t0);
+    assert!(m.step(Input::ListBegan, t0).is_empty());
+    assert!(m.step(Input::Applied(pod("p2", "2", "Running")), t0).is_empty());
+    assert_eq!(m.readiness(t0, Some(t0)), Err(NotReady::Stopped));
+    assert_eq!(m.sync_state(t0, Some(t0)), SyncState::Stopped);
+}

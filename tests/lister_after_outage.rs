@@ -187,45 +187,60 @@ fn runs() -> usize {
     std::env::var("LISTER_OUTAGE_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
 }
 
+/// What Spark received around one outage.
+struct Observed {
+    /// Full snapshots handed from the outage's start on.
+    after: Vec<Handed>,
+    /// The index in `after` of the first one with every pod.
+    first_full: usize,
+    relists: u64,
+}
+
+/// Runs the outage on a slow-link informer with the JVM's side of the lister
+/// running, then checks what holds in every case: no snapshot lacks a pod older
+/// than the stale bound, and from the first one with every pod on, all have every pod.
+async fn observe_outage(missing_pod_detect_delta: &str, hole: Duration) -> Observed {
+    let outage = slow_link_informer(missing_pod_detect_delta).await;
+    let spark = SparkSide::start(outage.informer.clone());
+    eventually("a first full snapshot", Duration::from_secs(10), || async {
+        (spark.latest() == Some(PODS as usize)).then_some(())
+    })
+    .await;
+    let outage_began = Instant::now();
+    let born = outage.run(hole).await;
+    let total = (PODS + BORN_IN_OUTAGE) as usize;
+    eventually("a full snapshot with every pod", Duration::from_secs(60), || async {
+        (spark.latest() == Some(total)).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let handed = spark.stop();
+    let relists = outage.informer.health().relists;
+    outage.informer.stop().await;
+    let after: Vec<Handed> = handed.into_iter().filter(|h| h.at >= outage_began).collect();
+    assert_no_old_pod_missing(&after, &born, outage.stale_bound);
+    let first_full = after.iter().position(|h| h.pods.len() == total).unwrap();
+    assert!(after[first_full..].iter().all(|h| h.pods.len() == total), "a later snapshot lost pods");
+    Observed { after, first_full, relists }
+}
+
 /// Defect 1: the outage outlasts the stale bound. The old cache must not serve
 /// while the relist runs, and the first snapshot after it has every pod.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_an_outage_longer_than_the_stale_bound_no_snapshot_lacks_a_pod_born_in_it() {
     for run in 1..=runs() {
         // Stale bound 3 s; the hole lasts 8 s; the relist then takes about LIST_SECONDS.
-        let outage = slow_link_informer("6s").await;
-        let spark = SparkSide::start(outage.informer.clone());
-        eventually("a first full snapshot", Duration::from_secs(10), || async {
-            (spark.latest() == Some(PODS as usize)).then_some(())
-        })
-        .await;
-        let outage_began = Instant::now();
-        let born = outage.run(Duration::from_secs(8)).await;
+        let seen = observe_outage("6s", Duration::from_secs(8)).await;
         let total = (PODS + BORN_IN_OUTAGE) as usize;
-        eventually("a full snapshot with every pod", Duration::from_secs(60), || async {
-            (spark.latest() == Some(total)).then_some(())
-        })
-        .await;
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let handed = spark.stop();
-        let health = outage.informer.health();
-        let after: Vec<Handed> = handed.into_iter().filter(|h| h.at >= outage_began).collect();
-        assert_no_old_pod_missing(&after, &born, outage.stale_bound);
-        let first_full = after.iter().position(|h| h.pods.len() == total).unwrap();
-        assert!(after[first_full..].iter().all(|h| h.pods.len() == total), "a later snapshot lost pods");
-        assert!(
-            !after.iter().any(|h| h.during_relist && h.pods.len() < total),
-            "the old cache served during the relist"
-        );
-        assert!(health.relists >= 1, "{health:?}");
+        assert!(!seen.after.iter().any(|h| h.during_relist && h.pods.len() < total), "the old cache served");
+        assert!(seen.relists >= 1, "relists {}", seen.relists);
         eprintln!(
             "[outage] run {run}: {} full snapshots after the outage began, {} of them before the relist \
              completed (all with the pre-outage pods), relists {}",
-            after.len(),
-            first_full,
-            health.relists
+            seen.after.len(),
+            seen.first_full,
+            seen.relists
         );
-        outage.informer.stop().await;
     }
 }
 
@@ -236,35 +251,16 @@ async fn after_an_outage_longer_than_the_stale_bound_no_snapshot_lacks_a_pod_bor
 async fn after_a_relist_during_which_the_old_cache_served_every_snapshot_has_the_new_pods() {
     for run in 1..=runs() {
         // Stale bound 15 s: the old cache may serve through the whole relist.
-        let outage = slow_link_informer("30s").await;
-        let spark = SparkSide::start(outage.informer.clone());
-        eventually("a first full snapshot", Duration::from_secs(10), || async {
-            (spark.latest() == Some(PODS as usize)).then_some(())
-        })
-        .await;
-        let outage_began = Instant::now();
-        let born = outage.run(Duration::from_secs(1)).await;
-        let total = (PODS + BORN_IN_OUTAGE) as usize;
-        eventually("a full snapshot with every pod", Duration::from_secs(60), || async {
-            (spark.latest() == Some(total)).then_some(())
-        })
-        .await;
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let handed = spark.stop();
-        let health = outage.informer.health();
-        let after: Vec<Handed> = handed.into_iter().filter(|h| h.at >= outage_began).collect();
-        assert_no_old_pod_missing(&after, &born, outage.stale_bound);
-        let first_full = after.iter().position(|h| h.pods.len() == total).unwrap();
-        assert!(after[first_full..].iter().all(|h| h.pods.len() == total), "a later snapshot lost pods");
-        let during_relist = after.iter().filter(|h| h.during_relist).count();
+        let seen = observe_outage("30s", Duration::from_secs(1)).await;
+        let during_relist = seen.after.iter().filter(|h| h.during_relist).count();
         assert!(during_relist > 0, "the old cache must have served during the relist (the case this test is for)");
-        assert_eq!(health.relists, 1, "the restart's 410 costs one relist: {health:?}");
+        assert_eq!(seen.relists, 1, "the restart's 410 costs one relist");
         eprintln!(
-            "[outage] run {run}: {} full snapshots after the outage began, {first_full} from the old cache \
+            "[outage] run {run}: {} full snapshots after the outage began, {} from the old cache \
              ({during_relist} while the relist ran), then {} with every pod",
-            after.len(),
-            after.len() - first_full
+            seen.after.len(),
+            seen.first_full,
+            seen.after.len() - seen.first_full
         );
-        outage.informer.stop().await;
     }
 }

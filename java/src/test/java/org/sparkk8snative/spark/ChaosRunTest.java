@@ -44,15 +44,19 @@ import scala.jdk.javaapi.CollectionConverters;
  * rule removed no healthy executor; health went Degraded during each fault and Synced after; every
  * live executor has exactly one Service.
  *
+ * <p>It runs in both configurations of the apiserver: with its watch cache off, a restart resumes
+ * the watch and a compaction behind a held watch forces a 410; with the watch cache on (every real
+ * cluster), each restart costs a 410 and a relist, and compaction forces none. In both, a silence
+ * longer than the stale bound (a black hole, a 429 burst) ends in a relist. Each fault costs at
+ * most one relist, and none happens outside a fault.
+ *
  * <p>Seeded: {@code -Dchaos.seed=N} replays the same churn and the same faults in the same order
  * (their timing follows the machine); {@code -Dchaos.seconds=N} runs longer (the minimum set of
- * faults always runs, then random ones until the time is up). The plane runs with the apiserver's
- * watch cache off, so that an apiserver restart resumes the watch and only the forced
- * compactions cost a relist: the relist count is then exact.
+ * faults always runs, then random ones until the time is up).
  */
 class ChaosRunTest {
   private static final long SEED = Long.getLong("chaos.seed", System.currentTimeMillis());
-  private static final int SECONDS = Integer.getInteger("chaos.seconds", 90);
+  private static final int SECONDS = Integer.getInteger("chaos.seconds", 60);
 
   private static final long LISTER_INTERVAL_MS = 500;
   /**
@@ -81,6 +85,11 @@ class ChaosRunTest {
     }
   }
 
+  /** The faults a configuration can inject: compaction forces a 410 only without the watch cache. */
+  private static List<Kind> kinds(boolean watchCache) {
+    return watchCache ? List.of(Kind.RESTART, Kind.BLACKHOLE, Kind.THROTTLE) : List.of(Kind.values());
+  }
+
   /** One injected fault and what the informer did about it. */
   private static final class Fault {
     final Kind kind;
@@ -91,6 +100,8 @@ class ChaosRunTest {
     long recovered;
     long relistsBefore;
     long relistsAfter;
+    /** 429 answers the proxy served during the fault. */
+    long throttledServed;
     boolean degraded;
 
     Fault(Kind kind, long millis) {
@@ -100,8 +111,9 @@ class ChaosRunTest {
 
     @Override
     public String toString() {
-      return String.format("%-10s %5d ms: %s, synced %5d ms after it ended, relists +%d", kind.label, end - start,
-          degraded ? "Degraded seen" : "Degraded NOT seen", recovered - end, relistsAfter - relistsBefore);
+      return String.format("%-10s %5d ms: %s, synced %5d ms after it ended, relists +%d, 429s served %d", kind.label,
+          end - start, degraded ? "Degraded seen" : "Degraded NOT seen", recovered - end, relistsAfter - relistsBefore,
+          throttledServed);
     }
   }
 
@@ -120,12 +132,7 @@ class ChaosRunTest {
   private final List<String> spuriousRemovals = Collections.synchronizedList(new ArrayList<>());
   /** Full snapshots lacking a pod created longer ago than the stale bound allows. */
   private final List<String> laggingSnapshots = Collections.synchronizedList(new ArrayList<>());
-  /**
-   * The same, in the first snapshot after the lister was not ready: a resumed watch counts as fresh
-   * from its first byte, before it has replayed what it missed. Reported, not failed: it costs an
-   * executor only when the informer was blind for longer than the detect delta, which is then a
-   * spurious removal, and failed.
-   */
+  /** The same, in the first snapshot after the lister was not ready (after an outage). */
   private final List<String> resumeRaces = Collections.synchronizedList(new ArrayList<>());
   private long previousSnapshotAt;
   private volatile long longestMissing;
@@ -154,10 +161,21 @@ class ChaosRunTest {
 
   @Test
   @Timeout(value = 30, unit = TimeUnit.MINUTES)
-  void theNativeSourcesKeepSparksStoreRightThroughChurnAndFaults() throws Exception {
-    System.out.println("chaos seed=" + SEED + " seconds=" + SECONDS + " (replay: -Dchaos.seed=" + SEED + ")");
+  void withoutTheWatchCacheTheNativeSourcesKeepSparksStoreRightThroughChurnAndFaults() throws Exception {
+    run(false);
+  }
+
+  @Test
+  @Timeout(value = 30, unit = TimeUnit.MINUTES)
+  void withTheWatchCacheTheNativeSourcesKeepSparksStoreRightThroughChurnAndFaults() throws Exception {
+    run(true);
+  }
+
+  private void run(boolean watchCache) throws Exception {
+    String config = "watchCache=" + watchCache;
+    System.out.println("chaos " + config + " seed=" + SEED + " seconds=" + SECONDS + " (replay: -Dchaos.seed=" + SEED + ")");
     long began = System.currentTimeMillis();
-    plane = TestPlane.start("chaos", "--watch-cache=false");
+    plane = TestPlane.start("chaos", "--watch-cache=" + watchCache);
     String app = TestPlane.uniqueAppId("chaos");
     Pod driver = plane.admin().pods().resource(new PodBuilder()
         .withNewMetadata().withName(app + "-driver").addToLabels("spark-role", "driver").endMetadata()
@@ -185,7 +203,7 @@ class ChaosRunTest {
     churn.start();
     Thread.sleep(3_000); // some pods before the first fault
     long faultsBegan = System.currentTimeMillis();
-    List<Fault> faults = injectFaults(informer, new Random(SEED ^ 0x5DEECE66DL), faultsBegan);
+    List<Fault> faults = injectFaults(informer, kinds(watchCache), new Random(SEED ^ 0x5DEECE66DL), faultsBegan);
     long faultsMillis = System.currentTimeMillis() - faultsBegan;
     churn.stop();
     plane.control("POST", "/proxy/normal");
@@ -211,15 +229,15 @@ class ChaosRunTest {
     InformerHealth health = informer.health();
     Map<Kind, Long> byKind = new TreeMap<>(faults.stream().collect(Collectors.groupingBy(f -> f.kind, Collectors.counting())));
     long degradedSeen = faults.stream().filter(f -> f.degraded).count();
-    long forced410 = byKind.getOrDefault(Kind.RELIST_410, 0L);
+    long relistsInFaults = faults.stream().mapToLong(f -> f.relistsAfter - f.relistsBefore).sum();
     int changes = churn.changes();
     int delivered = deliveredChanges();
     faults.forEach(f -> System.out.println("chaos fault " + f));
     String summary = String.format(
-        "chaos seed=%d duration=%ds (faults %ds) faults=%d (%s) pods=%d changes=%d delivered=%d coalesced=%d lost=%d "
+        "chaos " + config + " seed=%d duration=%ds (faults %ds) faults=%d (%s) pods=%d changes=%d delivered=%d coalesced=%d lost=%d "
             + "outOfOrder=%d spuriousRemovals=%d staleSnapshots=%d resumeRaces=%d longestMissing=%dms relists=%d "
             + "reconnects=%d degradedObserved=%d/%d updates=%d fullSnapshots=%d services=%d/%d leftoverServices=%d "
-            + "retriedWrites=%d",
+            + "retriedWrites=%d served429=%d",
         SEED, (System.currentTimeMillis() - began) / 1000, faultsMillis / 1000, faults.size(),
         byKind.entrySet().stream().map(e -> e.getKey().label + "=" + e.getValue()).collect(Collectors.joining(" ")),
         churn.creates.get(), changes, delivered, changes - delivered, notYetDelivered.size(), outOfOrder.size(),
@@ -227,14 +245,8 @@ class ChaosRunTest {
         resumeRaces.size(), longestMissing, health.relists(),
         health.watchConnects(), degradedSeen, faults.size(), store.updateCount(), store.replacements().size(),
         truth.size() - serviceProblems.size(), truth.size(), leftoverServices.size(),
-        churn.retried.get());
+        churn.retried.get(), faults.stream().mapToLong(f -> f.throttledServed).sum());
     System.out.println(summary);
-    if (!resumeRaces.isEmpty()) {
-      System.out.println("chaos note: " + resumeRaces.size() + " pods missing from the first snapshot after a not-ready "
-          + "spell (the resumed watch had not replayed them yet), e.g. " + resumeRaces.subList(0, Math.min(3, resumeRaces.size())));
-    }
-    // Reported, not failed: the issue asks for exactly one Service per live executor; deleting gone
-    // executors' Services (deleteAfter) is best effort, and a delete that fails is not retried.
     if (!leftoverServices.isEmpty()) {
       System.out.println("chaos note: " + leftoverServices.size() + " gone executors kept their Service, e.g. "
           + leftoverServices.stream().limit(3).map(p -> p + " (" + whenGone(Long.parseLong(p.split(" ")[2]), faults) + ")")
@@ -245,9 +257,9 @@ class ChaosRunTest {
           + "(Spark's own watch + polling sources race the same way): " + store.olderThanDelivered());
     }
 
-    String seed = " (seed " + SEED + ")";
+    String seed = " (" + config + ", seed " + SEED + ")";
     assertTrue(churn.creates.get() >= MIN_PODS, "at least " + MIN_PODS + " executor pods churned" + seed);
-    for (Kind kind : Kind.values()) {
+    for (Kind kind : kinds(watchCache)) {
       assertTrue(byKind.getOrDefault(kind, 0L) >= kind.atLeast, kind.label + " at least " + kind.atLeast + seed);
     }
     assertEquals(List.of(), notYetDelivered, "every pod's last state reached the store; the last full snapshot equals the LIST" + seed);
@@ -256,13 +268,39 @@ class ChaosRunTest {
     assertEquals(List.of(), unsyncedOrStale, "no full snapshot from an unsynced or stale cache" + seed);
     assertEquals(List.of(), snapshotsDuringSilence, "no full snapshot while the apiserver was silent past the stale bound" + seed);
     assertEquals(List.of(), laggingSnapshots, "no full snapshot lacking a pod older than the stale bound" + seed);
+    assertEquals(List.of(), resumeRaces,
+        "no full snapshot after an outage lacking a pod older than the stale bound (the first one included)" + seed);
     assertEquals(List.of(), spuriousRemovals, "no healthy executor missing from a full snapshot past Spark's detect delta" + seed);
-    assertEquals(forced410, health.relists(),
-        "one relist per forced 410 and none else (the watch resumes after restarts, black holes, 429s)" + seed);
+    assertEquals(List.of(), relistProblems(faults, watchCache), "each fault costs the relists it must" + seed);
+    assertEquals(relistsInFaults, health.relists(), "no relist outside a fault" + seed);
+    assertEquals(List.of(), faults.stream().filter(f -> f.kind == Kind.THROTTLE && f.throttledServed == 0)
+        .map(Fault::toString).toList(), "every 429 burst was served to the informer" + seed);
     assertEquals(List.of(), faults.stream().filter(f -> !f.degraded).map(Fault::toString).toList(),
         "health went Degraded during every fault" + seed);
     assertEquals(List.of(), serviceProblems, "every live executor has exactly one Service" + seed);
+    assertEquals(List.of(), leftoverServices, "no gone executor keeps its Service past deleteAfter" + seed);
     passed = true;
+  }
+
+  /**
+   * What each fault must cost: never more than one relist (no relist storm); a forced 410 exactly
+   * one; with the watch cache, a restart exactly one (the new cache answers 410); a silence longer
+   * than the stale bound (black hole, 429 burst) exactly one. A restart without the watch cache
+   * resumes the watch, unless its silence outlasted the stale bound (then one).
+   */
+  private static List<String> relistProblems(List<Fault> faults, boolean watchCache) {
+    List<String> problems = new ArrayList<>();
+    for (Fault f : faults) {
+      long relists = f.relistsAfter - f.relistsBefore;
+      boolean exactlyOne = switch (f.kind) {
+        case RELIST_410, BLACKHOLE, THROTTLE -> true;
+        case RESTART -> watchCache;
+      };
+      if (relists > 1 || (exactlyOne && relists != 1)) {
+        problems.add(f.toString());
+      }
+    }
+    return problems;
   }
 
   /** When an executor's pod went, next to the faults: to tell a fault's leftovers from a steady leak. */
@@ -280,15 +318,16 @@ class ChaosRunTest {
   // ---- faults ----
 
   /** The minimum set of faults in a seeded order, then random ones until the run's time is up. */
-  private List<Fault> injectFaults(NativeInformer informer, Random random, long faultsBegan) throws InterruptedException {
+  private List<Fault> injectFaults(NativeInformer informer, List<Kind> kinds, Random random, long faultsBegan)
+      throws InterruptedException {
     List<Kind> planned = new ArrayList<>();
-    for (Kind kind : Kind.values()) {
+    for (Kind kind : kinds) {
       planned.addAll(Collections.nCopies(kind.atLeast, kind));
     }
     Collections.shuffle(planned, random);
     List<Fault> done = new ArrayList<>();
     while (!planned.isEmpty() || System.currentTimeMillis() - faultsBegan < SECONDS * 1000L) {
-      Kind kind = planned.isEmpty() ? Kind.values()[random.nextInt(Kind.values().length)] : planned.remove(0);
+      Kind kind = planned.isEmpty() ? kinds.get(random.nextInt(kinds.size())) : planned.remove(0);
       long millis = switch (kind) {
         case RESTART -> 0;
         case RELIST_410 -> 500 + random.nextInt(500); // held shorter than the stale bound: a pure 410
@@ -297,9 +336,11 @@ class ChaosRunTest {
       };
       Fault fault = new Fault(kind, millis);
       fault.relistsBefore = informer.health().relists();
+      long throttledBefore = proxyThrottled();
       fault.start = System.currentTimeMillis();
       inject(fault);
       fault.end = System.currentTimeMillis();
+      fault.throttledServed = proxyThrottled() - throttledBefore;
       if (kind == Kind.RELIST_410) {
         TestPlane.eventually("the relist after 410 Gone", Duration.ofSeconds(60),
             () -> informer.health().relists() > fault.relistsBefore);
@@ -336,6 +377,16 @@ class ChaosRunTest {
         Thread.sleep(fault.millis);
       }
     }
+  }
+
+  /** 429 answers the fault proxy has served so far. */
+  private long proxyThrottled() {
+    String stats = plane.control("GET", "/proxy/stats");
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"throttled\":(\\d+)").matcher(stats);
+    if (!m.find()) {
+      throw new IllegalStateException("no throttled count in the proxy's stats: " + stats);
+    }
+    return Long.parseLong(m.group(1));
   }
 
   /** Waits until the informer is Synced and has heard from the apiserver within the stale bound. */
@@ -439,9 +490,14 @@ class ChaosRunTest {
       List<RecordingStore.Update> own = updates.getOrDefault(pod.name, List.of());
       RecordingStore.Update last = own.isEmpty() ? null : own.get(own.size() - 1);
       Long want = truth.get(pod.name);
+      List<Long> written = pod.versions();
+      // A pod that left the selector (inactive label) reaches Spark as the apiserver sent it, as
+      // Spark's own watch source delivers it; the next full snapshot drops it.
+      boolean leftAsSent = pod.inactivated && last != null && !written.isEmpty()
+          && last.version() == written.get(written.size() - 1);
       if (want != null && (last == null || last.deleted() || last.version() != want)) {
         problems.add(pod.name + ": last update " + last + ", apiserver at " + want);
-      } else if (want == null && last != null && !last.deleted()) {
+      } else if (want == null && last != null && !last.deleted() && !leftAsSent) {
         problems.add(pod.name + ": gone, but its last update is " + last);
       }
     }
@@ -519,9 +575,10 @@ class ChaosRunTest {
   }
 
   /**
-   * Changes whose exact result reached updatePod: a written resourceVersion delivered, or a
-   * removal (delete, inactive label) delivered as a deletion. The rest were coalesced: states a
-   * pod went through while the informer was away, which the design allows (latest state wins).
+   * Changes whose exact result reached updatePod: a written resourceVersion delivered (the inactive
+   * label included: it arrives as the apiserver sent it), or a deletion delivered as one. The rest
+   * were coalesced: states a pod went through while the informer was away, which the design allows
+   * (latest state wins, terminal states excepted).
    */
   private int deliveredChanges() {
     Map<String, List<RecordingStore.Update>> updates = store.updatesByPod();
@@ -530,15 +587,13 @@ class ChaosRunTest {
       List<RecordingStore.Update> own = updates.getOrDefault(pod.name, List.of());
       Set<Long> seen = own.stream().filter(u -> !u.deleted()).map(RecordingStore.Update::version).collect(Collectors.toSet());
       List<Long> written = pod.versions();
-      boolean removed = pod.goneAt >= 0;
-      // An inactive label is the pod's last write and reaches Spark as a deletion: it counts below.
-      int versionWrites = pod.inactivated ? written.size() - 1 : written.size();
-      for (int i = 0; i < versionWrites; i++) {
-        if (seen.contains(written.get(i))) {
+      boolean deleted = pod.goneAt >= 0 && !pod.inactivated;
+      for (Long version : written) {
+        if (seen.contains(version)) {
           delivered++;
         }
       }
-      if (removed && own.stream().anyMatch(RecordingStore.Update::deleted)) {
+      if (deleted && own.stream().anyMatch(RecordingStore.Update::deleted)) {
         delivered++;
       }
     }

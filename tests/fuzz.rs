@@ -13,20 +13,20 @@ use spark_k8s_native::snapshot::{decode_batch, encode_changes, encode_snapshot, 
 
 fn key() -> impl Strategy<Value = String> {
     prop_oneof![
-        Just(keys::MASTER.to_string()),
-        Just(keys::NAMESPACE.to_string()),
-        Just(keys::SUBMIT_IN_DRIVER.to_string()),
-        Just(keys::DRIVER_MASTER.to_string()),
-        Just(keys::LISTER_POLLING_INTERVAL.to_string()),
-        Just(keys::INFORMER_RESYNC_INTERVAL.to_string()),
-        Just(keys::MISSING_POD_DETECT_DELTA.to_string()),
-        Just(keys::STALE_BOUND.to_string()),
-        Just(keys::WATCH_TIMEOUT.to_string()),
-        Just(keys::INITIAL_LIST.to_string()),
-        Just(keys::PAGE_SIZE.to_string()),
-        Just(keys::ENABLE_SERVICE.to_string()),
-        Just(keys::BLOCK_MANAGER_PORT.to_string()),
-        Just(keys::TRUST_CERTIFICATES.to_string()),
+        Just(keys::MASTER.name.to_string()),
+        Just(keys::NAMESPACE.name.to_string()),
+        Just(keys::SUBMIT_IN_DRIVER.name.to_string()),
+        Just(keys::DRIVER_MASTER.name.to_string()),
+        Just(keys::LISTER_POLLING_INTERVAL.name.to_string()),
+        Just(keys::INFORMER_RESYNC_INTERVAL.name.to_string()),
+        Just(keys::MISSING_POD_DETECT_DELTA.name.to_string()),
+        Just(keys::STALE_BOUND.name.to_string()),
+        Just(keys::WATCH_TIMEOUT.name.to_string()),
+        Just(keys::INITIAL_LIST.name.to_string()),
+        Just(keys::PAGE_SIZE.name.to_string()),
+        Just(keys::ENABLE_SERVICE.name.to_string()),
+        Just(keys::BLOCK_MANAGER_PORT.name.to_string()),
+        Just(keys::TRUST_CERTIFICATES.name.to_string()),
         Just("spark.kubernetes.authenticate.oauthToken".to_string()),
         Just("spark.kubernetes.authenticate.caCertFile".to_string()),
         "spark\\.kubernetes\\.native\\.[a-zA-Z.]{0,30}",
@@ -120,6 +120,6 @@ fn regression_cases() {
     for text in ["18446744073709551615d", "s", "", "٣s", "1\u{0}s"] {
         assert!(parse_spark_duration(text).is_err(), "{text:?}");
     }
-    let conf = HashMap::from([(keys::MASTER.to_string(), "k8s://https://[::1".to_string())]);
+    let conf = HashMap::from([(keys::MASTER.name.to_string(), "k8s://https://[::1".to_string())]);
     assert!(Settings::from_spark_conf(&conf).is_err());
 }

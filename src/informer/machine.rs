@@ -315,7 +315,7 @@ impl InformerMachine {
                 let error = format!(
                     "the list did not complete within {:?} (raise {} if the namespace is large)",
                     self.bounds.list_timeout,
-                    settings::keys::INITIAL_LIST_TIMEOUT
+                    settings::keys::INITIAL_LIST_TIMEOUT.name
                 );
                 self.failed(error, now);
                 self.list_began = None;
@@ -359,7 +359,7 @@ impl InformerMachine {
     fn fall_back_from_streaming(&mut self, why: &str) -> Vec<Effect> {
         tracing::info!(
             "streaming list unavailable ({why}); listing from the watch cache from now on (set {} to choose)",
-            settings::keys::INITIAL_LIST
+            settings::keys::INITIAL_LIST.name
         );
         self.strategy = InitialList::WatchCache;
         self.list_began = None;

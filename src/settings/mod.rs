@@ -1,62 +1,21 @@
 //! Spark configuration keys -> validated settings.
 //!
 //! The JNI layer passes `SparkConf` entries as they are (a flat map of
-//! strings); this module is the one place that knows what each key means, its
-//! default, and how it is written. Every error names the key and the value.
+//! strings). Every key is described once, in [`keys`] (name, default, meaning,
+//! since); this module parses them with those defaults, and `docs/configuration.md`
+//! and the Java constants class are generated from the same table. Every error
+//! names the key and the value.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Spark's keys (Config.scala of the kubernetes module, and the informer pull
-/// request SPARK-33737), and ours under `spark.kubernetes.native.`.
-pub mod keys {
-    pub const MASTER: &str = "spark.master";
-    pub const DRIVER_MASTER: &str = "spark.kubernetes.driver.master";
-    pub const SUBMIT_IN_DRIVER: &str = "spark.kubernetes.submitInDriver";
-    pub const NAMESPACE: &str = "spark.kubernetes.namespace";
-    pub const CONTEXT: &str = "spark.kubernetes.context";
-    pub const TRUST_CERTIFICATES: &str = "spark.kubernetes.trust.certificates";
-    pub const REQUEST_TIMEOUT: &str = "spark.kubernetes.driver.requestTimeout";
-    pub const CONNECTION_TIMEOUT: &str = "spark.kubernetes.driver.connectionTimeout";
-    /// Auth key prefix in client mode (`spark.kubernetes.authenticate.<name>`).
-    pub const CLIENT_MODE_AUTH_PREFIX: &str = "spark.kubernetes.authenticate";
-    /// Auth key prefix in cluster mode, for files mounted in the driver pod.
-    pub const CLUSTER_MODE_AUTH_PREFIX: &str = "spark.kubernetes.authenticate.driver.mounted";
-    pub const OAUTH_TOKEN: &str = "oauthToken";
-    pub const OAUTH_TOKEN_FILE: &str = "oauthTokenFile";
-    pub const CA_CERT_FILE: &str = "caCertFile";
-    pub const CLIENT_KEY_FILE: &str = "clientKeyFile";
-    pub const CLIENT_CERT_FILE: &str = "clientCertFile";
+pub mod keys;
+mod render;
 
-    pub const ENABLE_INFORMER: &str = "spark.kubernetes.executor.enableInformer";
-    pub const LISTER_POLLING_INTERVAL: &str = "spark.kubernetes.executor.listerPollingInterval";
-    pub const INFORMER_RESYNC_INTERVAL: &str = "spark.kubernetes.executor.informerResyncInterval";
-    pub const MISSING_POD_DETECT_DELTA: &str = "spark.kubernetes.executor.missingPodDetectDelta";
+use keys::Key;
 
-    pub const ENABLE_SERVICE: &str = "spark.kubernetes.executor.enableService";
-    pub const BLOCK_MANAGER_PORT: &str = "spark.blockManager.port";
-    pub const DRIVER_POD_NAME: &str = "spark.kubernetes.driver.pod.name";
-
-    pub const STALE_BOUND: &str = "spark.kubernetes.native.lister.staleBound";
-    pub const SERVICE_DELETE_AFTER: &str = "spark.kubernetes.native.service.deleteAfter";
-    pub const SERVICE_MAX_CONCURRENT_REQUESTS: &str = "spark.kubernetes.native.service.maxConcurrentRequests";
-    pub const INITIAL_LIST: &str = "spark.kubernetes.native.informer.initialList";
-    pub const PAGE_SIZE: &str = "spark.kubernetes.native.informer.pageSize";
-    pub const WATCH_TIMEOUT: &str = "spark.kubernetes.native.informer.watchTimeout";
-    pub const INITIAL_LIST_TIMEOUT: &str = "spark.kubernetes.native.informer.initialListTimeout";
-
-    /// Every key of ours, for the typo check.
-    pub const NATIVE_KEYS: &[&str] = &[
-        STALE_BOUND,
-        INITIAL_LIST,
-        PAGE_SIZE,
-        WATCH_TIMEOUT,
-        INITIAL_LIST_TIMEOUT,
-        SERVICE_DELETE_AFTER,
-        SERVICE_MAX_CONCURRENT_REQUESTS,
-    ];
-}
+pub use render::{configuration_md, java_config_keys};
 
 /// A key whose value is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -136,11 +95,8 @@ pub struct ClientSettings {
 /// How the informer and the lister behave.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InformerSettings {
-    pub enable_informer: bool,
-    pub lister_polling_interval: Duration,
     /// Zero: no resync.
     pub informer_resync_interval: Duration,
-    pub missing_pod_detect_delta: Duration,
     /// The lister is not ready when the watch has shown no sign of life for longer.
     pub stale_bound: Duration,
     /// Server-side timeout of each watch request; a healthy watch shows a sign
@@ -175,26 +131,25 @@ pub struct Settings {
     pub unknown_keys: Vec<(String, Option<&'static str>)>,
 }
 
-const DEFAULT_DRIVER_MASTER: &str = "https://kubernetes.default.svc";
-
 impl Settings {
     /// Parses Spark's keys. Keys not listed here are ignored (SparkConf holds many).
     pub fn from_spark_conf(conf: &HashMap<String, String>) -> Result<Settings, SettingsError> {
         let conf = Conf(conf);
-        let cluster_mode = conf.bool(keys::SUBMIT_IN_DRIVER, false)?;
+        let cluster_mode = conf.bool(&keys::SUBMIT_IN_DRIVER)?;
         let (master_url, auth_prefix) = if cluster_mode {
-            let url = conf.get(keys::DRIVER_MASTER).unwrap_or(DEFAULT_DRIVER_MASTER);
-            (validate_url(keys::DRIVER_MASTER, url)?, keys::CLUSTER_MODE_AUTH_PREFIX)
+            let url = conf.value(&keys::DRIVER_MASTER);
+            (validate_url(keys::DRIVER_MASTER.name, url)?, keys::CLUSTER_MODE_AUTH_PREFIX)
         } else {
-            let master = conf.get(keys::MASTER).ok_or_else(|| {
-                SettingsError::new(keys::MASTER, "", "required: the k8s://https://host:port master URL")
+            let master_key = keys::MASTER.name;
+            let master = conf.get(master_key).ok_or_else(|| {
+                SettingsError::new(master_key, "", "required: the k8s://https://host:port master URL")
             })?;
             let url = master.strip_prefix("k8s://").ok_or_else(|| {
-                SettingsError::new(keys::MASTER, master, "must start with k8s:// (e.g. k8s://https://host:6443)")
+                SettingsError::new(master_key, master, "must start with k8s:// (e.g. k8s://https://host:6443)")
             })?;
             // Spark accepts k8s://host:port and means https.
             let url = if url.contains("://") { url.to_string() } else { format!("https://{url}") };
-            (validate_url(keys::MASTER, &url)?, keys::CLIENT_MODE_AUTH_PREFIX)
+            (validate_url(master_key, &url)?, keys::CLIENT_MODE_AUTH_PREFIX)
         };
         let auth_key = |name: &str| format!("{auth_prefix}.{name}");
         let auth = AuthSettings {
@@ -225,80 +180,72 @@ impl Settings {
                 format!("needs {} as well", auth_key(missing)),
             ));
         }
-        let namespace = conf.get(keys::NAMESPACE).unwrap_or("default");
-        validate_dns_label(keys::NAMESPACE, namespace)?;
+        let namespace = conf.value(&keys::NAMESPACE);
+        validate_dns_label(keys::NAMESPACE.name, namespace)?;
         let client = ClientSettings {
             cluster_mode,
             master_url,
             namespace: namespace.to_string(),
-            context: conf.non_empty(keys::CONTEXT)?.map(str::to_string),
+            context: conf.non_empty(keys::CONTEXT.name)?.map(str::to_string),
             auth,
-            trust_certificates: conf.bool(keys::TRUST_CERTIFICATES, false)?,
+            trust_certificates: conf.bool(&keys::TRUST_CERTIFICATES)?,
             // Spark's timeouts are integers of milliseconds.
-            request_timeout: conf.positive_duration(keys::REQUEST_TIMEOUT, Duration::from_secs(10))?,
-            connection_timeout: conf.positive_duration(keys::CONNECTION_TIMEOUT, Duration::from_secs(10))?,
+            request_timeout: conf.positive_duration(&keys::REQUEST_TIMEOUT)?,
+            connection_timeout: conf.positive_duration(&keys::CONNECTION_TIMEOUT)?,
         };
 
-        let missing_pod_detect_delta =
-            conf.positive_duration(keys::MISSING_POD_DETECT_DELTA, Duration::from_secs(30))?;
-        let stale_bound = conf.positive_duration(keys::STALE_BOUND, missing_pod_detect_delta / 2)?;
+        let missing_pod_detect_delta = conf.positive_duration(&keys::MISSING_POD_DETECT_DELTA)?;
+        let stale_bound = conf.positive_duration_or(&keys::STALE_BOUND, missing_pod_detect_delta / 2)?;
         let default_watch_timeout = (stale_bound * 2 / 3).max(Duration::from_secs(1));
-        let watch_timeout = conf.positive_duration(keys::WATCH_TIMEOUT, default_watch_timeout)?;
+        let watch_timeout = conf.positive_duration_or(&keys::WATCH_TIMEOUT, default_watch_timeout)?;
         if watch_timeout < Duration::from_secs(1) || watch_timeout > Duration::from_secs(290) {
-            let value = conf.get(keys::WATCH_TIMEOUT).unwrap_or_default();
-            return Err(SettingsError::new(keys::WATCH_TIMEOUT, value, "must be between 1s and 290s"));
+            let value = conf.get(keys::WATCH_TIMEOUT.name).unwrap_or_default();
+            return Err(SettingsError::new(keys::WATCH_TIMEOUT.name, value, "must be between 1s and 290s"));
         }
+        let initial_list_key = keys::INITIAL_LIST.name;
         let informer = InformerSettings {
-            enable_informer: conf.bool(keys::ENABLE_INFORMER, false)?,
-            lister_polling_interval: conf.positive_duration(keys::LISTER_POLLING_INTERVAL, Duration::from_secs(30))?,
-            informer_resync_interval: conf.duration(keys::INFORMER_RESYNC_INTERVAL, Duration::ZERO)?,
-            missing_pod_detect_delta,
+            informer_resync_interval: conf.duration(&keys::INFORMER_RESYNC_INTERVAL)?,
             stale_bound,
             watch_timeout,
-            initial_list: match conf.get(keys::INITIAL_LIST).map(str::trim) {
-                None | Some("auto") => InitialList::Auto,
-                Some("streaming") => InitialList::Streaming,
-                Some("watchCache") => InitialList::WatchCache,
-                Some("consistent") => InitialList::Consistent,
-                Some(other) => {
+            initial_list: match conf.value(&keys::INITIAL_LIST).trim() {
+                "auto" => InitialList::Auto,
+                "streaming" => InitialList::Streaming,
+                "watchCache" => InitialList::WatchCache,
+                "consistent" => InitialList::Consistent,
+                other => {
                     return Err(SettingsError::new(
-                        keys::INITIAL_LIST,
+                        initial_list_key,
                         other,
                         "must be one of auto, streaming, watchCache, consistent",
                     ))
                 }
             },
-            page_size: conf.count(keys::PAGE_SIZE, 500)?,
-            initial_list_timeout: conf.positive_duration(keys::INITIAL_LIST_TIMEOUT, Duration::from_secs(60))?,
+            page_size: conf.count(&keys::PAGE_SIZE)?,
+            initial_list_timeout: conf.positive_duration(&keys::INITIAL_LIST_TIMEOUT)?,
         };
-        let services = if conf.bool(keys::ENABLE_SERVICE, false)? {
-            let why =
-                format!("required when {}=true: every executor Service exposes this fixed port", keys::ENABLE_SERVICE);
-            let port = match conf.get(keys::BLOCK_MANAGER_PORT).map(str::trim) {
-                None => return Err(SettingsError::new(keys::BLOCK_MANAGER_PORT, "", why)),
+        let services = if conf.bool(&keys::ENABLE_SERVICE)? {
+            let (enable, port_key, driver_key) =
+                (keys::ENABLE_SERVICE.name, keys::BLOCK_MANAGER_PORT.name, keys::DRIVER_POD_NAME.name);
+            let why = format!("required when {enable}=true: every executor Service exposes this fixed port");
+            let port = match conf.get(port_key).map(str::trim) {
+                None => return Err(SettingsError::new(port_key, "", why)),
                 Some(v) => match v.parse::<u16>() {
                     Ok(p) if p > 0 => p,
-                    _ => {
-                        return Err(SettingsError::new(
-                            keys::BLOCK_MANAGER_PORT,
-                            v,
-                            format!("must be a port from 1 to 65535; {why}"),
-                        ))
-                    }
+                    _ => return Err(SettingsError::new(port_key, v, format!("must be a port from 1 to 65535; {why}"))),
                 },
             };
-            let driver_pod_name = conf.non_empty(keys::DRIVER_POD_NAME)?.ok_or_else(|| {
+            let driver_pod_name = conf.non_empty(driver_key)?.ok_or_else(|| {
                 SettingsError::new(
-                    keys::DRIVER_POD_NAME,
+                    driver_key,
                     "",
-                    format!("required when {}=true: the driver pod owns every executor Service", keys::ENABLE_SERVICE),
+                    format!("required when {enable}=true: the driver pod owns every executor Service"),
                 )
             })?;
             Some(ServiceSettings {
                 block_manager_port: port,
                 driver_pod_name: driver_pod_name.to_string(),
-                delete_after: conf.duration(keys::SERVICE_DELETE_AFTER, Duration::ZERO)?,
-                max_concurrent_requests: conf.count(keys::SERVICE_MAX_CONCURRENT_REQUESTS, 10)? as usize,
+                delete_after: conf.duration(&keys::SERVICE_DELETE_AFTER)?,
+                max_concurrent_requests: conf.count(&keys::SERVICE_MAX_CONCURRENT_REQUESTS)? as usize,
             })
         } else {
             None
@@ -306,7 +253,7 @@ impl Settings {
         let unknown_keys = conf
             .0
             .keys()
-            .filter(|k| k.starts_with("spark.kubernetes.native.") && !keys::NATIVE_KEYS.contains(&k.as_str()))
+            .filter(|k| k.starts_with(keys::NATIVE_PREFIX) && !keys::native_keys().any(|n| n == k.as_str()))
             .filter(|k| !k.starts_with("spark.kubernetes.native.library."))
             .map(|k| (k.clone(), closest_key(k)))
             .collect();
@@ -349,37 +296,57 @@ impl<'a> Conf<'a> {
         }
     }
 
-    fn bool(&self, key: &str, default: bool) -> Result<bool, SettingsError> {
-        match self.get(key).map(|v| v.trim().to_ascii_lowercase()) {
-            None => Ok(default),
-            Some(v) if v == "true" => Ok(true),
-            Some(v) if v == "false" => Ok(false),
-            Some(_) => Err(SettingsError::new(key, self.get(key).unwrap(), "must be true or false")),
+    /// The key's value, or its default from the table.
+    fn value(&self, key: &Key) -> &'a str {
+        self.get(key.name).unwrap_or_else(|| key.default.value().expect("a key read with its default has one"))
+    }
+
+    fn bool(&self, key: &Key) -> Result<bool, SettingsError> {
+        let v = self.value(key);
+        match v.trim().to_ascii_lowercase().as_str() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err(SettingsError::new(key.name, v, "must be true or false")),
         }
     }
 
-    fn duration(&self, key: &str, default: Duration) -> Result<Duration, SettingsError> {
-        match self.get(key) {
+    fn duration(&self, key: &Key) -> Result<Duration, SettingsError> {
+        let v = self.value(key);
+        parse_spark_duration(v).map_err(|reason| SettingsError::new(key.name, v, reason))
+    }
+
+    /// A duration whose default derives from other keys.
+    fn duration_or(&self, key: &Key, default: Duration) -> Result<Duration, SettingsError> {
+        match self.get(key.name) {
             None => Ok(default),
-            Some(v) => parse_spark_duration(v).map_err(|reason| SettingsError::new(key, v, reason)),
+            Some(_) => self.duration(key),
         }
     }
 
-    fn positive_duration(&self, key: &str, default: Duration) -> Result<Duration, SettingsError> {
-        let d = self.duration(key, default)?;
+    fn positive_duration(&self, key: &Key) -> Result<Duration, SettingsError> {
+        self.positive(key, self.duration(key)?)
+    }
+
+    fn positive_duration_or(&self, key: &Key, default: Duration) -> Result<Duration, SettingsError> {
+        self.positive(key, self.duration_or(key, default)?)
+    }
+
+    fn positive(&self, key: &Key, d: Duration) -> Result<Duration, SettingsError> {
         if d.is_zero() {
-            return Err(SettingsError::new(key, self.get(key).unwrap_or_default(), "must be greater than zero"));
+            return Err(SettingsError::new(
+                key.name,
+                self.get(key.name).unwrap_or_default(),
+                "must be greater than zero",
+            ));
         }
         Ok(d)
     }
 
-    fn count(&self, key: &str, default: u32) -> Result<u32, SettingsError> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(v) => match v.trim().parse::<u32>() {
-                Ok(n) if n > 0 => Ok(n),
-                _ => Err(SettingsError::new(key, v, "must be a whole number greater than zero")),
-            },
+    fn count(&self, key: &Key) -> Result<u32, SettingsError> {
+        let v = self.value(key);
+        match v.trim().parse::<u32>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(SettingsError::new(key.name, v, "must be a whole number greater than zero")),
         }
     }
 }
@@ -480,9 +447,8 @@ pub fn validate_app_id(app_id: &str) -> Result<(), SettingsError> {
 
 /// The key of ours closest to a mistyped one, if it is close enough.
 fn closest_key(key: &str) -> Option<&'static str> {
-    keys::NATIVE_KEYS
-        .iter()
-        .map(|k| (edit_distance(&key.to_ascii_lowercase(), &k.to_ascii_lowercase()), *k))
+    keys::native_keys()
+        .map(|k| (edit_distance(&key.to_ascii_lowercase(), &k.to_ascii_lowercase()), k))
         .filter(|(d, _)| *d <= 3)
         .min()
         .map(|(_, k)| k)
@@ -508,7 +474,7 @@ mod tests {
     use super::*;
 
     fn conf(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        let mut m: HashMap<String, String> = [(keys::MASTER, "k8s://https://127.0.0.1:6443")]
+        let mut m: HashMap<String, String> = [(keys::MASTER.name, "k8s://https://127.0.0.1:6443")]
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
@@ -529,10 +495,7 @@ mod tests {
         assert_eq!(s.client.namespace, "default");
         assert!(!s.client.trust_certificates);
         assert_eq!(s.client.request_timeout, Duration::from_secs(10));
-        assert!(!s.informer.enable_informer);
-        assert_eq!(s.informer.lister_polling_interval, Duration::from_secs(30));
         assert_eq!(s.informer.informer_resync_interval, Duration::ZERO);
-        assert_eq!(s.informer.missing_pod_detect_delta, Duration::from_secs(30));
         assert_eq!(s.informer.stale_bound, Duration::from_secs(15));
         assert_eq!(s.informer.watch_timeout, Duration::from_secs(10));
         assert_eq!(s.informer.initial_list, InitialList::Auto);
@@ -540,7 +503,7 @@ mod tests {
 
     #[test]
     fn stale_bound_defaults_to_half_the_missing_pod_detect_delta() {
-        let s = Settings::from_spark_conf(&conf(&[(keys::MISSING_POD_DETECT_DELTA, "2min")])).unwrap();
+        let s = Settings::from_spark_conf(&conf(&[(keys::MISSING_POD_DETECT_DELTA.name, "2min")])).unwrap();
         assert_eq!(s.informer.stale_bound, Duration::from_secs(60));
         assert_eq!(s.informer.watch_timeout, Duration::from_secs(40));
     }
@@ -550,9 +513,9 @@ mod tests {
         let token = std::env::temp_dir().join("spark-k8s-native-settings-token");
         std::fs::write(&token, "t").unwrap();
         let s = Settings::from_spark_conf(&conf(&[
-            (keys::MASTER, "k8s://10.0.0.1:443"),
+            (keys::MASTER.name, "k8s://10.0.0.1:443"),
             ("spark.kubernetes.authenticate.oauthTokenFile", token.to_str().unwrap()),
-            (keys::NAMESPACE, "spark-jobs"),
+            (keys::NAMESPACE.name, "spark-jobs"),
         ]))
         .unwrap();
         assert_eq!(s.client.master_url, "https://10.0.0.1:443");
@@ -563,12 +526,12 @@ mod tests {
     #[test]
     fn cluster_mode_takes_the_driver_master_and_mounted_auth_keys() {
         let s = Settings::from_spark_conf(&conf(&[
-            (keys::SUBMIT_IN_DRIVER, "true"),
+            (keys::SUBMIT_IN_DRIVER.name, "true"),
             ("spark.kubernetes.authenticate.driver.mounted.oauthToken", "secret"),
             ("spark.kubernetes.authenticate.oauthToken", "ignored-in-cluster-mode"),
         ]))
         .unwrap();
-        assert_eq!(s.client.master_url, DEFAULT_DRIVER_MASTER);
+        assert_eq!(s.client.master_url, keys::DRIVER_MASTER.default.value().unwrap());
         assert_eq!(s.client.auth.oauth_token.as_deref(), Some("secret"));
         assert!(!format!("{:?}", s).contains("secret"), "the token must never be printed");
     }
@@ -576,22 +539,25 @@ mod tests {
     #[test]
     fn every_bad_value_names_its_key() {
         let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
-            (vec![(keys::MASTER, "local[2]")], keys::MASTER),
-            (vec![(keys::MASTER, "k8s://")], keys::MASTER),
-            (vec![(keys::MASTER, "k8s://ftp://host")], keys::MASTER),
-            (vec![(keys::SUBMIT_IN_DRIVER, "true"), (keys::DRIVER_MASTER, "not a url")], keys::DRIVER_MASTER),
-            (vec![(keys::NAMESPACE, "Bad_Namespace")], keys::NAMESPACE),
-            (vec![(keys::NAMESPACE, "")], keys::NAMESPACE),
-            (vec![(keys::TRUST_CERTIFICATES, "yes")], keys::TRUST_CERTIFICATES),
-            (vec![(keys::LISTER_POLLING_INTERVAL, "-5s")], keys::LISTER_POLLING_INTERVAL),
-            (vec![(keys::LISTER_POLLING_INTERVAL, "0")], keys::LISTER_POLLING_INTERVAL),
-            (vec![(keys::LISTER_POLLING_INTERVAL, "30 parsecs")], keys::LISTER_POLLING_INTERVAL),
-            (vec![(keys::INFORMER_RESYNC_INTERVAL, "abc")], keys::INFORMER_RESYNC_INTERVAL),
-            (vec![(keys::MISSING_POD_DETECT_DELTA, "99999999999d")], keys::MISSING_POD_DETECT_DELTA),
-            (vec![(keys::REQUEST_TIMEOUT, "")], keys::REQUEST_TIMEOUT),
-            (vec![(keys::WATCH_TIMEOUT, "10min")], keys::WATCH_TIMEOUT),
-            (vec![(keys::INITIAL_LIST, "fast")], keys::INITIAL_LIST),
-            (vec![(keys::PAGE_SIZE, "0")], keys::PAGE_SIZE),
+            (vec![(keys::MASTER.name, "local[2]")], keys::MASTER.name),
+            (vec![(keys::MASTER.name, "k8s://")], keys::MASTER.name),
+            (vec![(keys::MASTER.name, "k8s://ftp://host")], keys::MASTER.name),
+            (
+                vec![(keys::SUBMIT_IN_DRIVER.name, "true"), (keys::DRIVER_MASTER.name, "not a url")],
+                keys::DRIVER_MASTER.name,
+            ),
+            (vec![(keys::NAMESPACE.name, "Bad_Namespace")], keys::NAMESPACE.name),
+            (vec![(keys::NAMESPACE.name, "")], keys::NAMESPACE.name),
+            (vec![(keys::TRUST_CERTIFICATES.name, "yes")], keys::TRUST_CERTIFICATES.name),
+            (vec![(keys::MISSING_POD_DETECT_DELTA.name, "-5s")], keys::MISSING_POD_DETECT_DELTA.name),
+            (vec![(keys::MISSING_POD_DETECT_DELTA.name, "0")], keys::MISSING_POD_DETECT_DELTA.name),
+            (vec![(keys::INITIAL_LIST_TIMEOUT.name, "30 parsecs")], keys::INITIAL_LIST_TIMEOUT.name),
+            (vec![(keys::INFORMER_RESYNC_INTERVAL.name, "abc")], keys::INFORMER_RESYNC_INTERVAL.name),
+            (vec![(keys::MISSING_POD_DETECT_DELTA.name, "99999999999d")], keys::MISSING_POD_DETECT_DELTA.name),
+            (vec![(keys::REQUEST_TIMEOUT.name, "")], keys::REQUEST_TIMEOUT.name),
+            (vec![(keys::WATCH_TIMEOUT.name, "10min")], keys::WATCH_TIMEOUT.name),
+            (vec![(keys::INITIAL_LIST.name, "fast")], keys::INITIAL_LIST.name),
+            (vec![(keys::PAGE_SIZE.name, "0")], keys::PAGE_SIZE.name),
             (vec![("spark.kubernetes.authenticate.oauthToken", "  ")], "spark.kubernetes.authenticate.oauthToken"),
             (
                 vec![("spark.kubernetes.authenticate.caCertFile", "/nonexistent/ca.crt")],
@@ -608,25 +574,28 @@ mod tests {
             assert!(e.to_string().starts_with(key), "{e}");
         }
         let e = Settings::from_spark_conf(&HashMap::new()).unwrap_err();
-        assert_eq!(e.key, keys::MASTER);
+        assert_eq!(e.key, keys::MASTER.name);
     }
 
     #[test]
     fn executor_services_need_the_block_manager_port_and_the_driver_pod() {
         assert_eq!(Settings::from_spark_conf(&conf(&[])).unwrap().services, None);
-        let e = err(&[(keys::ENABLE_SERVICE, "true"), (keys::DRIVER_POD_NAME, "driver")]);
-        assert_eq!(e.key, keys::BLOCK_MANAGER_PORT);
-        assert!(e.reason.contains(keys::ENABLE_SERVICE), "{e}");
-        let e =
-            err(&[(keys::ENABLE_SERVICE, "true"), (keys::DRIVER_POD_NAME, "driver"), (keys::BLOCK_MANAGER_PORT, "0")]);
-        assert_eq!(e.key, keys::BLOCK_MANAGER_PORT);
-        let e = err(&[(keys::ENABLE_SERVICE, "true"), (keys::BLOCK_MANAGER_PORT, "7079")]);
-        assert_eq!(e.key, keys::DRIVER_POD_NAME);
+        let e = err(&[(keys::ENABLE_SERVICE.name, "true"), (keys::DRIVER_POD_NAME.name, "driver")]);
+        assert_eq!(e.key, keys::BLOCK_MANAGER_PORT.name);
+        assert!(e.reason.contains(keys::ENABLE_SERVICE.name), "{e}");
+        let e = err(&[
+            (keys::ENABLE_SERVICE.name, "true"),
+            (keys::DRIVER_POD_NAME.name, "driver"),
+            (keys::BLOCK_MANAGER_PORT.name, "0"),
+        ]);
+        assert_eq!(e.key, keys::BLOCK_MANAGER_PORT.name);
+        let e = err(&[(keys::ENABLE_SERVICE.name, "true"), (keys::BLOCK_MANAGER_PORT.name, "7079")]);
+        assert_eq!(e.key, keys::DRIVER_POD_NAME.name);
         let s = Settings::from_spark_conf(&conf(&[
-            (keys::ENABLE_SERVICE, "true"),
-            (keys::BLOCK_MANAGER_PORT, "7079"),
-            (keys::DRIVER_POD_NAME, "driver"),
-            (keys::SERVICE_DELETE_AFTER, "2min"),
+            (keys::ENABLE_SERVICE.name, "true"),
+            (keys::BLOCK_MANAGER_PORT.name, "7079"),
+            (keys::DRIVER_POD_NAME.name, "driver"),
+            (keys::SERVICE_DELETE_AFTER.name, "2min"),
         ]))
         .unwrap();
         let services = s.services.unwrap();
@@ -679,7 +648,7 @@ mod tests {
 
     #[test]
     fn huge_values_are_shortened_in_errors() {
-        let e = err(&[(keys::NAMESPACE, &"n".repeat(100_000))]);
+        let e = err(&[(keys::NAMESPACE.name, &"n".repeat(100_000))]);
         assert!(e.to_string().len() < 500, "{}", e.to_string().len());
         assert!(e.value.ends_with("(100000 characters)"), "{}", e.value);
     }
@@ -720,7 +689,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             s.unknown_keys,
-            vec![("spark.kubernetes.native.lister.stalebound".to_string(), Some(keys::STALE_BOUND))]
+            vec![("spark.kubernetes.native.lister.stalebound".to_string(), Some(keys::STALE_BOUND.name))]
         );
     }
 }

@@ -282,6 +282,23 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_executorServiceName<
     .resolve::<ThrowJavaException>()
 }
 
+/// `void checkSettings(String[] confKeyValues)`: parses the SparkConf entries as
+/// `create` does, so the JVM can fail driver start-up early with the same error
+/// naming the key, without a second validation of its own.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_checkSettings<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    conf: JObjectArray<'local, JString<'local>>,
+) {
+    env.with_env(|env| -> Result<_, JniError> {
+        let conf = string_map(env, &conf)?;
+        Settings::from_spark_conf(&conf)?;
+        Ok(())
+    })
+    .resolve::<ThrowJavaException>()
+}
+
 /// `long createServices(String[] confKeyValues, String applicationId)`: executor
 /// Services without an informer (Spark's own sources track the pods); needs
 /// `spark.kubernetes.executor.enableService=true` and its keys.

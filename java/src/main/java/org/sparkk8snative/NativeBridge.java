@@ -67,6 +67,9 @@ final class NativeBridge {
 
   static native int openHandles();
 
+  /** Parses SparkConf entries as create does; throws IllegalArgumentException naming a bad key. */
+  static native void checkSettings(String[] confKeyValues);
+
   /** Executor Services without an informer; needs spark.kubernetes.executor.enableService=true. */
   static native long createServices(String[] confKeyValues, String applicationId);
 

@@ -11,6 +11,17 @@ use crate::settings::ClientSettings;
 const SERVICE_ACCOUNT_TOKEN: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 const SERVICE_ACCOUNT_CA: &str = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
 
+/// Why a part that talks to the apiserver (the informer, the executor
+/// Services) could not be set up: a setting that cannot be used, or a client
+/// that cannot be built from good settings.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Settings(#[from] crate::settings::SettingsError),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
+
 /// Why no client could be built.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {

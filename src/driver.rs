@@ -4,18 +4,10 @@
 
 use std::sync::Arc;
 
-use crate::informer::{ExecutorPodInformer, InformerError};
-use crate::services::{ExecutorServices, ServiceController, ServicesSetupError};
+use crate::client::SetupError;
+use crate::informer::ExecutorPodInformer;
+use crate::services::{ExecutorServices, ServiceController};
 use crate::settings::Settings;
-
-/// Why the driver's executor tracking could not be set up.
-#[derive(Debug, thiserror::Error)]
-pub enum SetupError {
-    #[error(transparent)]
-    Informer(#[from] InformerError),
-    #[error(transparent)]
-    Services(#[from] ServicesSetupError),
-}
 
 /// The informer, and the Service controller that follows it, if any.
 pub struct ExecutorTracking {

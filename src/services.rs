@@ -19,8 +19,10 @@ use kube::api::{Api, DeleteParams, PostParams};
 use parking_lot::Mutex;
 use tokio::sync::{OnceCell, Semaphore};
 
+use crate::client::SetupError;
 use crate::informer::PodSubscriber;
 use crate::labels;
+use crate::settings::SettingsError;
 use crate::snapshot::{CachedPod, PodChange};
 
 /// The one port of an executor Service.
@@ -154,11 +156,11 @@ pub enum ServiceError {
 }
 
 impl ServiceError {
-    /// The HTTP status of the apiserver's answer, if any.
-    pub fn status(&self) -> Option<u16> {
+    /// The apiserver's answer (HTTP status, reason such as `Forbidden`), if it sent one.
+    pub fn api_status(&self) -> Option<&kube::core::Status> {
         match self {
             ServiceError::DriverPod { source: kube::Error::Api(s), .. }
-            | ServiceError::Api { source: kube::Error::Api(s), .. } => Some(s.code),
+            | ServiceError::Api { source: kube::Error::Api(s), .. } => Some(s.as_ref()),
             _ => None,
         }
     }
@@ -186,17 +188,6 @@ pub struct ExecutorServices {
     owner: OnceCell<OwnerReference>,
     requests: Semaphore,
     pub counters: Arc<ServiceCounters>,
-}
-
-/// Why no [`ExecutorServices`] could be set up.
-#[derive(Debug, thiserror::Error)]
-pub enum ServicesSetupError {
-    #[error(transparent)]
-    Settings(#[from] crate::settings::SettingsError),
-    #[error(transparent)]
-    Client(#[from] crate::client::ClientError),
-    #[error("executor Services are off: set spark.kubernetes.executor.enableService=true")]
-    Disabled,
 }
 
 /// Retries of a transient failure (429, 5xx, connection) before giving up.
@@ -231,9 +222,12 @@ impl ExecutorServices {
 
     /// Executor Services from Spark's settings, with a client of their own.
     /// Must run on the runtime that will drive the requests.
-    pub async fn connect(settings: &crate::settings::Settings, app_id: &str) -> Result<Self, ServicesSetupError> {
+    pub async fn connect(settings: &crate::settings::Settings, app_id: &str) -> Result<Self, SetupError> {
         crate::settings::validate_app_id(app_id)?;
-        let service_settings = settings.services.as_ref().ok_or(ServicesSetupError::Disabled)?;
+        let service_settings = settings.services.as_ref().ok_or_else(|| {
+            let key = crate::settings::keys::ENABLE_SERVICE;
+            SettingsError::new(key.name, "false", "must be true to manage executor Services")
+        })?;
         let config = crate::client::kube_config(
             &settings.client,
             &crate::client::user_agent(app_id),

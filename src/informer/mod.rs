@@ -29,9 +29,9 @@ use kube::Api;
 use parking_lot::Mutex;
 use tokio::sync::watch as signal;
 
-use crate::client::{self, ClientError};
+use crate::client::{self, ClientError, SetupError};
 use crate::labels::executor_selector;
-use crate::settings::{self, InformerSettings, InitialList, Settings, SettingsError};
+use crate::settings::{self, InformerSettings, InitialList, Settings};
 use crate::snapshot::{CachedPod, PodChange};
 use activity::{ActivityLayer, ApiActivity};
 use changes::{PodChangeQueue, QueueClosed};
@@ -44,12 +44,9 @@ pub const STOP_BOUND: Duration = Duration::from_secs(5);
 /// How often the informer checks its deadlines and the wire's silence.
 const TICK: Duration = Duration::from_millis(500);
 
+/// Misuse of the informer's lifecycle.
 #[derive(Debug, thiserror::Error)]
 pub enum InformerError {
-    #[error(transparent)]
-    Settings(#[from] SettingsError),
-    #[error(transparent)]
-    Client(#[from] ClientError),
     #[error("the informer is already started; start it once (Spark's sources refuse a second start too)")]
     AlreadyStarted,
     #[error("the informer is stopped; create a new one")]
@@ -130,7 +127,7 @@ pub struct ExecutorPodInformer {
 impl ExecutorPodInformer {
     /// Builds the client from Spark's settings; no request is sent yet.
     /// Must run on the tokio runtime that will drive the informer.
-    pub async fn connect(settings: &Settings, app_id: &str) -> Result<Self, InformerError> {
+    pub async fn connect(settings: &Settings, app_id: &str) -> Result<Self, SetupError> {
         settings::validate_app_id(app_id)?;
         let activity = Arc::new(ApiActivity::default());
         let config =

@@ -8,7 +8,9 @@ use jni::objects::JValue;
 use jni::strings::JNIString;
 use jni::{jni_sig, jni_str, Env};
 
+use crate::client::SetupError;
 use crate::informer::InformerError;
+use crate::services::ServiceError;
 use crate::settings::SettingsError;
 
 /// The project's exception: carries an HTTP status (0: none) and a reason.
@@ -22,9 +24,14 @@ pub enum JniError {
     /// Misuse (closed handle, second start): `IllegalStateException`.
     #[error("{0}")]
     IllegalState(String),
-    /// The client or the apiserver failed: `SparkK8sNativeException`.
+    /// The client or the apiserver failed: `SparkK8sNativeException` with the
+    /// HTTP status and the apiserver's reason (`Forbidden`, `NotFound`, ...).
     #[error("{message}")]
     Kubernetes { message: String, status: u16, reason: String },
+    /// A bug of ours (a Rust panic, an impossible state): `SparkK8sNativeException`
+    /// with reason `InternalError`, so it is never mistaken for a bad input.
+    #[error("spark-k8s-native internal error: {0}")]
+    Internal(String),
     /// A JNI call failed; a Java exception is usually pending already.
     #[error("JNI: {0}")]
     Jni(#[from] jni::errors::Error),
@@ -36,37 +43,32 @@ impl From<SettingsError> for JniError {
     }
 }
 
-impl From<crate::services::ServicesSetupError> for JniError {
-    fn from(e: crate::services::ServicesSetupError) -> Self {
-        use crate::services::ServicesSetupError as E;
+impl From<SetupError> for JniError {
+    fn from(e: SetupError) -> Self {
         match e {
-            E::Settings(e) => e.into(),
-            E::Disabled => JniError::InvalidArgument(e.to_string()),
-            E::Client(e) => {
+            SetupError::Settings(e) => e.into(),
+            SetupError::Client(e) => {
                 JniError::Kubernetes { message: e.to_string(), status: 0, reason: "ClientConfiguration".into() }
             }
-        }
-    }
-}
-
-impl From<crate::driver::SetupError> for JniError {
-    fn from(e: crate::driver::SetupError) -> Self {
-        match e {
-            crate::driver::SetupError::Informer(e) => e.into(),
-            crate::driver::SetupError::Services(e) => e.into(),
         }
     }
 }
 
 impl From<InformerError> for JniError {
     fn from(e: InformerError) -> Self {
-        match e {
-            InformerError::Settings(e) => e.into(),
-            InformerError::AlreadyStarted | InformerError::Stopped => JniError::IllegalState(e.to_string()),
-            InformerError::Client(e) => {
-                JniError::Kubernetes { message: e.to_string(), status: 0, reason: "ClientConfiguration".into() }
-            }
-        }
+        JniError::IllegalState(e.to_string())
+    }
+}
+
+impl From<ServiceError> for JniError {
+    fn from(e: ServiceError) -> Self {
+        let (status, reason) = match e.api_status() {
+            // The apiserver's own reason (Forbidden, AlreadyExists, TooManyRequests, ...).
+            Some(s) if !s.reason.is_empty() => (s.code, s.reason.clone()),
+            Some(s) => (s.code, "ApiserverError".to_string()),
+            None => (0, "Unreachable".to_string()),
+        };
+        JniError::Kubernetes { message: e.to_string(), status, reason }
     }
 }
 
@@ -95,14 +97,7 @@ impl<T: Default> ErrorPolicy<T, JniError> for ThrowJavaException {
         let message = panic_message(&*payload);
         tracing::error!("internal error (Rust panic): {message}");
         if !env.exception_check() {
-            throw(
-                env,
-                JniError::Kubernetes {
-                    message: format!("spark-k8s-native internal error (Rust panic): {message}"),
-                    status: 0,
-                    reason: "InternalError".into(),
-                },
-            );
+            throw(env, JniError::Internal(format!("Rust panic: {message}")));
         }
         Ok(T::default())
     }
@@ -123,6 +118,9 @@ fn throw(env: &mut Env<'_>, error: JniError) {
         }
         JniError::IllegalState(m) => env.throw_new(jni_str!("java/lang/IllegalStateException"), JNIString::new(m)),
         JniError::Kubernetes { message, status, reason } => throw_native(env, &message, status, &reason),
+        JniError::Internal(m) => {
+            throw_native(env, &format!("spark-k8s-native internal error: {m}"), 0, "InternalError")
+        }
         JniError::Jni(e) => {
             env.throw_new(jni_str!("java/lang/IllegalStateException"), JNIString::new(format!("JNI: {e}")))
         }

@@ -345,13 +345,7 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_ensureServices<'loca
             match outcome {
                 Ok(crate::services::Ensured::Unchanged) => {}
                 Ok(_) => changed += 1,
-                Err(e) => {
-                    return Err(JniError::Kubernetes {
-                        status: e.status().unwrap_or(0),
-                        reason: "ExecutorService".into(),
-                        message: e.to_string(),
-                    })
-                }
+                Err(e) => return Err(e.into()),
             }
         }
         Ok(changed)

@@ -1,0 +1,47 @@
+package org.sparkk8snative;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** What the apiserver answers reaches Java as it said it: HTTP status and reason. */
+class ApiserverErrorsReachJavaTest {
+
+  @Test
+  void aForbiddenServiceWriteIsAForbiddenException() {
+    TestPlane plane = TestPlane.get();
+    String app = TestPlane.uniqueAppId("forbidden");
+    String driver = app + "-driver";
+    plane.admin().pods().resource(new PodBuilder()
+        .withNewMetadata().withName(driver).addToLabels("spark-role", "driver").endMetadata()
+        .withNewSpec().addNewContainer().withName("driver").withImage("spark:4.2.0").endContainer().endSpec()
+        .build()).create();
+    Map<String, String> conf = plane.sparkConf(false);
+    // An identity with rights on pods only: every Service write is refused.
+    conf.put("spark.kubernetes.authenticate.oauthTokenFile", plane.var("LOCALPLANE_PODS_ONLY_TOKEN_FILE"));
+    conf.put(ConfigKeys.ENABLE_SERVICE, "true");
+    conf.put(ConfigKeys.BLOCK_MANAGER_PORT, "7079");
+    conf.put(ConfigKeys.DRIVER_POD_NAME, driver);
+    try (NativeExecutorServices services = NativeExecutorServices.create(conf, app)) {
+      SparkK8sNativeException e = assertThrows(SparkK8sNativeException.class, () -> services.ensure(List.of("1")));
+      assertEquals(403, e.httpStatus(), e.getMessage());
+      assertEquals("Forbidden", e.reason(), e.getMessage());
+      assertTrue(e.getMessage().contains("svc-"), "names the Service: " + e.getMessage());
+    } finally {
+      plane.admin().pods().withName(driver).delete();
+    }
+  }
+
+  @Test
+  void aBadSettingIsAnIllegalArgumentNamingTheKey() {
+    Map<String, String> conf = TestPlane.get().sparkConf(false);
+    conf.put(ConfigKeys.ENABLE_SERVICE, "true");
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> NativeSettings.check(conf));
+    assertTrue(e.getMessage().startsWith(ConfigKeys.BLOCK_MANAGER_PORT), e.getMessage());
+  }
+}

@@ -10,10 +10,11 @@ pub mod driver;
 pub mod informer;
 pub mod jni;
 pub mod labels;
+pub mod pod;
 pub mod runtime;
 pub mod services;
 pub mod settings;
-pub mod snapshot;
+pub mod wire;
 
 /// The library's version, with the target and profile it was built for,
 /// e.g. `spark-k8s-native 0.1.0 (x86_64-unknown-linux-gnu, release)`.

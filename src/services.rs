@@ -22,8 +22,8 @@ use tokio::sync::{OnceCell, Semaphore};
 use crate::client::SetupError;
 use crate::informer::PodSubscriber;
 use crate::labels;
+use crate::pod::{CachedPod, PodChange};
 use crate::settings::SettingsError;
-use crate::snapshot::{CachedPod, PodChange};
 
 /// The one port of an executor Service.
 pub const BLOCK_MANAGER_PORT_NAME: &str = "spark-block-manager";

@@ -7,9 +7,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use proptest::prelude::*;
+use spark_k8s_native::pod::{CachedPod, PodChange};
 use spark_k8s_native::services::service_name;
 use spark_k8s_native::settings::{keys, parse_spark_duration, validate_app_id, Settings};
-use spark_k8s_native::snapshot::{decode_batch, encode_changes, encode_snapshot, CachedPod, PodChange};
+use spark_k8s_native::wire::{decode, encode_changes, encode_snapshot, Decoded};
 
 fn key() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -89,7 +90,7 @@ proptest! {
 
     #[test]
     fn the_decoder_never_panics_on_garbage(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
-        let _ = decode_batch(&bytes);
+        let _ = decode(&bytes);
     }
 
     #[test]
@@ -97,18 +98,20 @@ proptest! {
                           known in any::<u32>()) {
         let pods: Vec<_> = pods.into_iter().map(|(n, g, j)| cached(n, g as u64, j)).collect();
         let changes: Vec<_> = pods.iter().map(|p| PodChange::Applied(p.clone())).collect();
-        let decoded = decode_batch(&encode_changes(&changes)).expect("own encoding decodes").entries;
+        let Some(Decoded::Changes(decoded)) = decode(&encode_changes(&changes)) else { panic!("own encoding decodes") };
         prop_assert_eq!(decoded.len(), pods.len());
         for (d, p) in decoded.iter().zip(&pods) {
             prop_assert_eq!(&d.name, &p.name);
             prop_assert_eq!(d.generation, p.generation);
             prop_assert_eq!(&d.json[..], &p.json[..]);
         }
-        // A view past every generation: never the one-byte "unchanged" answer.
+        // A view past every generation: never the "unchanged" answer.
         let view = known as u64 + u32::MAX as u64 + 1;
-        let snapshot = decode_batch(&encode_snapshot(&pods, known as u64, view)).expect("own encoding decodes");
-        prop_assert_eq!(snapshot.view, view);
-        for (d, p) in snapshot.entries.iter().zip(&pods) {
+        let Some(Decoded::Snapshot { view: got, entries }) = decode(&encode_snapshot(&pods, known as u64, view)) else {
+            panic!("own encoding decodes")
+        };
+        prop_assert_eq!(got, view);
+        for (d, p) in entries.iter().zip(&pods) {
             prop_assert_eq!(d.json.is_empty(), p.generation <= known as u64 || p.json.is_empty());
         }
     }

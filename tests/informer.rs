@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 use spark_k8s_native::informer::health::{NotReady, SyncState};
 use spark_k8s_native::informer::{ExecutorPodInformer, HealthReport};
 use spark_k8s_native::labels::executor_selector;
+use spark_k8s_native::pod::{decode_pod, PodChange};
 use spark_k8s_native::settings::{InitialList, Settings};
-use spark_k8s_native::snapshot::{decode_pod, PodChange};
 use support::kubelet::{self, PodPhase};
 use support::{eventually, unique_app_id, Identity, LocalPlane, PlaneOptions, Route};
 

@@ -27,7 +27,7 @@ use spark_k8s_native::informer::health::SyncState;
 use spark_k8s_native::informer::ExecutorPodInformer;
 use spark_k8s_native::labels::executor_selector;
 use spark_k8s_native::settings::Settings;
-use spark_k8s_native::snapshot::{decode_batch, encode_snapshot, UNCHANGED_SINCE_KNOWN};
+use spark_k8s_native::wire::{self, encode_snapshot, Decoded};
 use support::kubelet;
 use support::{eventually, unique_app_id, Identity, LocalPlane, PlaneOptions, Route};
 
@@ -66,28 +66,29 @@ impl SparkSide {
                 while running.load(Ordering::Relaxed) {
                     let during_relist = informer.health().phase.starts_with("relisting");
                     if let Ok(snapshot) = informer.lister_snapshot() {
-                        let answer = encode_snapshot(&snapshot.pods, known, snapshot.generation);
-                        let pods = if answer == [UNCHANGED_SINCE_KNOWN] {
-                            Some(last.clone())
-                        } else {
-                            let batch = decode_batch(&answer).expect("a well-formed batch");
-                            let mut now_held = HashMap::new();
-                            let mut complete = true;
-                            for entry in &batch.entries {
-                                // kind 2: "unchanged, you hold it": the JVM must hold it.
-                                if entry.kind == 2 && !held.contains_key(&entry.name) {
-                                    complete = false;
+                        let answer = encode_snapshot(&snapshot.pods, known, snapshot.view);
+                        let pods = match wire::decode(&answer).expect("a well-formed answer") {
+                            Decoded::Unchanged { .. } => Some(last.clone()),
+                            Decoded::Snapshot { entries, .. } => {
+                                let mut now_held = HashMap::new();
+                                let mut complete = true;
+                                for entry in &entries {
+                                    // "unchanged, you hold it": the JVM must hold it.
+                                    if entry.kind == wire::UNCHANGED && !held.contains_key(&entry.name) {
+                                        complete = false;
+                                    }
+                                    now_held.insert(entry.name.clone(), entry.generation);
                                 }
-                                now_held.insert(entry.name.clone(), entry.generation);
+                                complete.then(|| {
+                                    held = now_held;
+                                    held.keys().cloned().collect()
+                                })
                             }
-                            complete.then(|| {
-                                held = now_held;
-                                held.keys().cloned().collect()
-                            })
+                            other => panic!("not a lister answer: {other:?}"),
                         };
                         match pods {
                             Some(pods) => {
-                                known = snapshot.generation;
+                                known = snapshot.view;
                                 last = pods.clone();
                                 handed.lock().push(Handed { at: Instant::now(), pods, during_relist });
                             }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::snapshot::{self, CachedPod, PodChange};
+use crate::pod::{self, CachedPod, PodChange};
 
 /// Generations are unique in the process, not per cache: a view handed out by one
 /// informer can never match another's (a restarted informer starts with a new cache).
@@ -66,7 +66,7 @@ impl ExecutorPodCache {
             let gone: Vec<Arc<CachedPod>> =
                 self.live.iter().filter(|(name, _)| !listed.contains_key(*name)).map(|(_, p)| p.clone()).collect();
             for old in gone {
-                let deleted = snapshot::deleted_pod(snapshot::decode_pod(&old.json), next_generation());
+                let deleted = pod::deleted_pod(pod::decode_pod(&old.json), next_generation());
                 changes.push(PodChange::Deleted(Arc::new(deleted)));
             }
             for entry in listed.values_mut() {
@@ -97,7 +97,7 @@ impl ExecutorPodCache {
     /// A watch event deleted a pod (or it left the label selector): delivered
     /// as the apiserver sent it, as Spark's own watch source does.
     pub fn delete(&mut self, pod: Pod) -> PodChange {
-        let gone = Arc::new(snapshot::cached_pod(pod, next_generation()));
+        let gone = Arc::new(pod::cached_pod(pod, next_generation()));
         self.view = gone.generation;
         self.live.remove(&gone.name);
         PodChange::Deleted(gone)
@@ -141,7 +141,7 @@ impl ExecutorPodCache {
                 return old.clone();
             }
         }
-        Arc::new(snapshot::cached_pod(pod, generation))
+        Arc::new(pod::cached_pod(pod, generation))
     }
 }
 
@@ -209,7 +209,7 @@ mod tests {
         assert_eq!(names(&changes), ["+b@5", "+d@6", "-c"]);
         assert_eq!(cache.get("a").unwrap().generation, gen_a, "an unchanged pod keeps its generation");
         let deleted = changes.iter().find(|c| matches!(c, PodChange::Deleted(_))).unwrap();
-        assert!(snapshot::decode_pod(&deleted.pod().json).metadata.deletion_timestamp.is_some());
+        assert!(pod::decode_pod(&deleted.pod().json).metadata.deletion_timestamp.is_some());
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::snapshot::PodChange;
+use crate::pod::PodChange;
 
 /// The queue was closed (the informer stopped) and is empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -141,7 +141,7 @@ pub fn deadline_after(timeout: Duration) -> Instant {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::CachedPod;
+    use crate::pod::CachedPod;
     use std::sync::Arc;
 
     fn change(name: &str, rv: &str, deleted: bool) -> PodChange {

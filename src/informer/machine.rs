@@ -25,8 +25,8 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::cache::ExecutorPodCache;
 use super::health::{NotReady, SyncState};
+use crate::pod::{CachedPod, PodChange};
 use crate::settings::{self, InitialList};
-use crate::snapshot::{CachedPod, PodChange};
 
 /// Where the informer is, as the apiserver sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,6 +138,8 @@ pub struct InformerMachine {
     list_began: Option<Instant>,
     /// When the last list completed.
     listed_at: Option<Instant>,
+    /// When a 410 ended the watch, until the relist that follows begins.
+    gone_at: Option<Instant>,
     /// The cache holds every change made before this instant (with `Watching`, also every
     /// change before the watch's latest byte; see [`Self::current_as_of`]).
     current_as_of: Option<Instant>,
@@ -159,6 +161,7 @@ impl InformerMachine {
             strategy,
             list_began: None,
             listed_at: None,
+            gone_at: None,
             current_as_of: None,
             failures: None,
             errors: 0,
@@ -194,7 +197,7 @@ impl InformerMachine {
             }
             Input::Failed { error, status, success_before_watch } => {
                 self.failed(error, now);
-                self.after_failure(status, success_before_watch)
+                self.after_failure(status, success_before_watch, now)
             }
             Input::Tick { wire } => self.tick(wire, now),
             Input::Stop => {
@@ -225,6 +228,7 @@ impl InformerMachine {
             tracing::debug!("listing executor pods ({:?} initial list)", self.strategy);
         }
         self.list_began = Some(now);
+        self.gone_at = None;
         self.cache.begin_list();
         Vec::new()
     }
@@ -281,7 +285,12 @@ impl InformerMachine {
         });
     }
 
-    fn after_failure(&mut self, status: Option<u16>, success_before_watch: Option<Instant>) -> Vec<Effect> {
+    fn after_failure(
+        &mut self,
+        status: Option<u16>,
+        success_before_watch: Option<Instant>,
+        now: Instant,
+    ) -> Vec<Effect> {
         let unsupported = matches!(status, Some(400 | 422 | 501));
         match self.phase {
             Phase::InitialList { strategy: InitialList::Auto } if unsupported => {
@@ -290,12 +299,14 @@ impl InformerMachine {
             Phase::Watching { .. } if status == Some(410) => {
                 // The watch could not resume: the cache is as current as it was before that
                 // watch was sent. The answer that said 410 proves the apiserver alive, not the
-                // cache current. A new watcher relists at once (kube's would too, after its
-                // backoff; and not at all after a 410 answered to the request itself).
+                // cache current. kube's watcher relists next, after its backoff (as client-go's
+                // reflector does); should no list begin within the stale bound (a 410 answered to
+                // the request itself keeps kube retrying the same version), the tick relists.
                 self.current_as_of = success_before_watch.or(self.current_as_of);
                 self.phase = Phase::Relisting { cause: RelistCause::Gone };
                 self.relists += 1;
-                vec![Effect::Relist]
+                self.gone_at = Some(now);
+                Vec::new()
             }
             _ => Vec::new(),
         }
@@ -324,6 +335,14 @@ impl InformerMachine {
                 }
                 return vec![Effect::Relist];
             }
+        }
+        if let Some(gone) = self.gone_at.filter(|at| now.saturating_duration_since(*at) > self.bounds.stale_bound) {
+            tracing::warn!(
+                "no list began {:.1}s after the watch could not resume (410 Gone); relisting",
+                now.saturating_duration_since(gone).as_secs_f64()
+            );
+            self.gone_at = None;
+            return vec![Effect::Relist];
         }
         let Phase::Watching { .. } = self.phase else {
             return Vec::new();

@@ -31,8 +31,8 @@ use tokio::sync::watch as signal;
 
 use crate::client::{self, ClientError, SetupError};
 use crate::labels::executor_selector;
+use crate::pod::{CachedPod, PodChange};
 use crate::settings::{self, InformerSettings, InitialList, Settings};
-use crate::snapshot::{CachedPod, PodChange};
 use activity::{ActivityLayer, ApiActivity};
 use changes::{PodChangeQueue, QueueClosed};
 use health::{NotReady, SyncState};
@@ -90,13 +90,35 @@ pub struct HealthReport {
     pub initial_list: InitialList,
 }
 
+impl HealthReport {
+    /// In words, for logs and errors.
+    pub fn describe(&self) -> String {
+        let state = match &self.state {
+            SyncState::Degraded { last_error, consecutive_failures, .. } => {
+                format!("Degraded ({consecutive_failures} consecutive failures; last: {last_error})")
+            }
+            other => other.name().to_string(),
+        };
+        format!(
+            "{state} ({}); {} pods cached; {} events, {} relists, {} errors, {} LIST and {} WATCH requests",
+            self.phase,
+            self.cache_size,
+            self.events_applied,
+            self.relists,
+            self.errors,
+            self.lists,
+            self.watch_connects
+        )
+    }
+}
+
 /// A lister snapshot: every cached pod, from a cache known to be complete and fresh.
 #[derive(Debug, Clone)]
 pub struct ListerSnapshot {
     pub pods: Vec<Arc<CachedPod>>,
     /// Identifies these contents (see `ExecutorPodCache::view`): the snapshot
     /// holds every change up to it, none after.
-    pub generation: u64,
+    pub view: u64,
 }
 
 struct Shared {
@@ -261,8 +283,8 @@ impl ExecutorPodInformer {
     /// contents are read at once, under the lock the informer writes under.
     pub fn lister_snapshot(&self) -> Result<ListerSnapshot, NotReady> {
         let wire = self.shared.activity.last_success();
-        let (pods, generation) = self.shared.machine.lock().lister_snapshot(Instant::now(), wire)?;
-        Ok(ListerSnapshot { pods, generation })
+        let (pods, view) = self.shared.machine.lock().lister_snapshot(Instant::now(), wire)?;
+        Ok(ListerSnapshot { pods, view })
     }
 }
 

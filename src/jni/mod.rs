@@ -11,17 +11,16 @@ pub mod handles;
 pub mod logs;
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use jni::objects::{JClass, JObjectArray, JString};
 use jni::sys::{jint, jlong};
 use jni::{Env, EnvUnowned};
 
 use crate::driver::ExecutorTracking;
-use crate::informer::health::SyncState;
 use crate::runtime::RuntimeLease;
 use crate::settings::Settings;
-use crate::snapshot;
+use crate::wire;
 use errors::{JniError, ThrowJavaException};
 use handles::{InformerHandle, ServicesHandle};
 
@@ -98,8 +97,8 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_close<'local>(
 }
 
 /// `byte[] pollChanges(long handle, int maxBatch, long timeoutMillis)`: a
-/// batch of pod changes (see `snapshot.rs`), empty after the timeout, or
-/// null once the informer is stopped.
+/// CHANGES frame (see `wire.rs`), empty after the timeout, or null once the
+/// informer is stopped.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_sparkk8snative_NativeBridge_pollChanges<'local>(
     mut env: EnvUnowned<'local>,
@@ -113,102 +112,57 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_pollChanges<'local>(
         let timeout = Duration::from_millis(non_negative(timeout_millis, "timeoutMillis")?);
         let handle = handles::INFORMERS.get(handle)?;
         match handle.informer.take_changes(max_batch as usize, timeout) {
-            Ok(changes) => Ok(env.byte_array_from_slice(&snapshot::encode_changes(&changes))?),
+            Ok(changes) => Ok(env.byte_array_from_slice(&wire::encode_changes(&changes))?),
             Err(_) => Ok(jni::objects::JByteArray::default()),
         }
     })
     .resolve::<ThrowJavaException>()
 }
 
-/// `byte[] listerSnapshot(long handle, long knownGeneration)`: a full snapshot
-/// (pods up to `knownGeneration` without JSON), one byte when nothing changed
-/// since `knownGeneration`, or, when not ready, a 0 byte followed by the reason
-/// in UTF-8 (see `snapshot.rs`).
+/// `byte[] listerSnapshot(long handle, long knownView)`: a SNAPSHOT,
+/// UNCHANGED or NOT_READY frame (see `wire.rs`); `knownView` is the view of
+/// the caller's previous snapshot (0: none).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_sparkk8snative_NativeBridge_listerSnapshot<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
     handle: jlong,
-    known_generation: jlong,
+    known_view: jlong,
 ) -> jni::objects::JByteArray<'local> {
     env.with_env(|env| -> Result<_, JniError> {
-        let known = non_negative(known_generation, "knownGeneration")?;
+        let known = non_negative(known_view, "knownView")?;
         let handle = handles::INFORMERS.get(handle)?;
         let bytes = match handle.informer.lister_snapshot() {
-            Ok(snapshot) => snapshot::encode_snapshot(&snapshot.pods, known, snapshot.generation),
-            Err(not_ready) => snapshot::encode_not_ready(&not_ready.to_string()),
+            Ok(snapshot) => wire::encode_snapshot(&snapshot.pods, known, snapshot.view),
+            Err(not_ready) => wire::encode_not_ready(&not_ready.to_string()),
         };
         Ok(env.byte_array_from_slice(&bytes)?)
     })
     .resolve::<ThrowJavaException>()
 }
 
-/// `long[] healthCounters(long handle)`, in the order of `NativeBridge.H_*`:
-/// state (0 Starting, 1 Synced, 2 Degraded, 3 Stopped), hasSynced, cacheSize,
-/// eventsApplied, relists, errors, lists, watchConnects, millis since the last
-/// event (-1: none), millis since the last sign of life (-1: none),
-/// pendingChanges, consecutiveFailures, cacheJsonBytes.
+/// `byte[] health(long handle)`: a HEALTH frame (see `wire.rs`).
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_org_sparkk8snative_NativeBridge_healthCounters<'local>(
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_health<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
     handle: jlong,
-) -> jni::objects::JLongArray<'local> {
+) -> jni::objects::JByteArray<'local> {
     env.with_env(|env| -> Result<_, JniError> {
-        let h = handles::INFORMERS.get(handle)?.informer.health();
-        let (state, failures) = match &h.state {
-            SyncState::Starting => (0, 0),
-            SyncState::Synced => (1, 0),
-            SyncState::Degraded { consecutive_failures, .. } => (2, *consecutive_failures as i64),
-            SyncState::Stopped => (3, 0),
-        };
-        let since = |t: Option<SystemTime>| {
-            t.map_or(-1, |t| SystemTime::now().duration_since(t).unwrap_or_default().as_millis() as i64)
-        };
-        let values = [
-            state,
-            h.has_synced as i64,
-            h.cache_size as i64,
-            h.events_applied as i64,
-            h.relists as i64,
-            h.errors as i64,
-            h.lists as i64,
-            h.watch_connects as i64,
-            since(h.last_event),
-            since(h.last_activity),
-            h.pending_changes as i64,
-            failures,
-            h.cache_json_bytes as i64,
-        ];
-        let array = env.new_long_array(values.len())?;
-        array.set_region(env, 0, &values)?;
-        Ok(array)
+        let health = handles::INFORMERS.get(handle)?.informer.health();
+        Ok(env.byte_array_from_slice(&wire::encode_health(&health))?)
     })
     .resolve::<ThrowJavaException>()
 }
 
-/// `String healthDescription(long handle)`: health in words, for logs and errors.
+/// `int wireVersion()`: the version of the frames this library sends; the jar
+/// refuses a library that speaks another.
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_org_sparkk8snative_NativeBridge_healthDescription<'local>(
+pub extern "system" fn Java_org_sparkk8snative_NativeLibrary_wireVersion<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
-    handle: jlong,
-) -> JString<'local> {
-    env.with_env(|env| -> Result<_, JniError> {
-        let h = handles::INFORMERS.get(handle)?.informer.health();
-        let state = match &h.state {
-            SyncState::Degraded { last_error, consecutive_failures, .. } => {
-                format!("Degraded ({consecutive_failures} consecutive failures; last: {last_error})")
-            }
-            other => other.name().to_string(),
-        };
-        let text = format!(
-            "{state}; {} pods cached; {} events, {} relists, {} errors, {} LIST and {} WATCH requests",
-            h.cache_size, h.events_applied, h.relists, h.errors, h.lists, h.watch_connects
-        );
-        Ok(env.new_string(text)?)
-    })
-    .resolve::<ThrowJavaException>()
+) -> jint {
+    env.with_env(|_| -> Result<_, JniError> { Ok(wire::VERSION as jint) }).resolve::<ThrowJavaException>()
 }
 
 /// `String[] pollLogs(int max, long timeoutMillis)`: log records as level,

@@ -2,7 +2,8 @@
 //! passed in, the wire's last sign of life is a parameter.
 
 use super::*;
-use crate::snapshot::{self, decode_batch, encode_snapshot, UNCHANGED_SINCE_KNOWN};
+use crate::pod;
+use crate::wire::{self, encode_snapshot, Decoded};
 use serde_json::json;
 
 const BOUND: Duration = Duration::from_secs(5);
@@ -152,7 +153,7 @@ fn a_short_410_keeps_the_old_cache_serving_only_within_the_bound_of_its_last_wat
     m.step(Input::Tick { wire: Some(at(t0, 2000)) }, at(t0, 2000));
     // A watch sent at 3 s answers 200 (a byte at 3 s), then 410 in its stream.
     let wire = Some(at(t0, 3000));
-    assert_eq!(m.step(gone(Some(at(t0, 2000))), at(t0, 3000)), vec![Effect::Relist]);
+    assert!(m.step(gone(Some(at(t0, 2000))), at(t0, 3000)).is_empty(), "kube's watcher relists, after its backoff");
     assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::Gone });
     assert_eq!(m.relists(), 1);
     // The 410's own byte proves the apiserver alive, not the cache current: as of 2 s.
@@ -190,12 +191,12 @@ fn a_view_taken_during_a_relist_is_never_unchanged_after_it() {
     m.step(Input::ListDone, at(t0, 600));
     let (pods, view) = m.lister_snapshot(at(t0, 700), None).unwrap();
     assert_ne!(view, during);
-    let answer = encode_snapshot(&pods, during, view);
-    assert_ne!(answer, [UNCHANGED_SINCE_KNOWN]);
-    let batch = decode_batch(&answer).unwrap();
-    let p3 = batch.entries.iter().find(|e| e.name == "p3").expect("the new pod is in the snapshot");
+    let Some(Decoded::Snapshot { entries, .. }) = wire::decode(&encode_snapshot(&pods, during, view)) else {
+        panic!("a full answer, never unchanged")
+    };
+    let p3 = entries.iter().find(|e| e.name == "p3").expect("the new pod is in the snapshot");
     assert!(!p3.json.is_empty(), "with its JSON: the JVM never held it");
-    let p1 = batch.entries.iter().find(|e| e.name == "p1").unwrap();
+    let p1 = entries.iter().find(|e| e.name == "p1").unwrap();
     assert!(p1.json.is_empty(), "an unchanged pod the JVM holds costs its name only");
 }
 
@@ -228,7 +229,7 @@ fn a_relist_delivers_the_difference_and_makes_up_only_the_deletions_it_found() {
     assert_eq!(changes, ["+p1@5", "-p2"]);
     let Some(Effect::Deliver(list)) = effects.first() else { panic!("{effects:?}") };
     let p2 = list.iter().find(|c| c.pod().name == "p2").unwrap();
-    assert!(snapshot::decode_pod(&p2.pod().json).metadata.deletion_timestamp.is_some(), "found gone: deleted");
+    assert!(pod::decode_pod(&p2.pod().json).metadata.deletion_timestamp.is_some(), "found gone: deleted");
     assert!(list.iter().find(|c| c.pod().name == "p1").unwrap().pod().terminal);
     assert!(matches!(effects.last(), Some(Effect::Listed(pods)) if names(pods) == ["p1"]));
 }
@@ -240,7 +241,7 @@ fn a_watch_deletion_is_delivered_as_the_apiserver_sent_it() {
     // p1 left the selector (relabelled inactive): the apiserver sends it without a deletionTimestamp.
     let effects = m.step(Input::Deleted(pod("p1", "3", "Running")), t0);
     let Some(Effect::Deliver(changes)) = effects.first() else { panic!("{effects:?}") };
-    let sent = snapshot::decode_pod(&changes[0].pod().json);
+    let sent = pod::decode_pod(&changes[0].pod().json);
     assert!(sent.metadata.deletion_timestamp.is_none(), "not made up");
     assert_eq!(sent.status.unwrap().phase.as_deref(), Some("Running"));
     assert!(matches!(changes[0], PodChange::Deleted(_)));
@@ -330,6 +331,17 @@ fn a_long_run_of_failures_while_watching_is_a_stale_spell_too() {
     m.step(Input::Listed(pod("p1", "1", "Running")), at(t0, 6300));
     m.step(Input::ListDone, at(t0, 6400));
     assert_eq!(m.sync_state(at(t0, 6400), Some(at(t0, 6400))), SyncState::Synced);
+}
+
+#[test]
+fn a_410_that_no_list_follows_within_the_bound_relists_anyway() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1")], t0);
+    assert!(m.step(gone(Some(t0)), at(t0, 100)).is_empty());
+    assert!(m.step(Input::Tick { wire: None }, at(t0, 5000)).is_empty());
+    assert_eq!(m.step(Input::Tick { wire: None }, at(t0, 5200)), vec![Effect::Relist]);
+    assert!(m.step(Input::Tick { wire: None }, at(t0, 5700)).is_empty(), "once");
+    assert_eq!(m.relists(), 1);
 }
 
 #[test]

@@ -1,6 +1,6 @@
 package org.sparkk8snative;
 
-/** The informer's health and counters at one instant. */
+/** The informer's health and counters at one instant (a HEALTH frame, see {@link Wire}). */
 public final class InformerHealth {
   /** The informer's state. */
   public enum State {
@@ -13,71 +13,86 @@ public final class InformerHealth {
     STOPPED
   }
 
+  private final State state;
+  private final boolean hasSynced;
+  private final int consecutiveFailures;
+  /** In the frame's order: see {@code src/wire.rs}. */
   private final long[] counters;
+  private final String phase;
   private final String description;
 
-  InformerHealth(long[] counters, String description) {
+  InformerHealth(State state, boolean hasSynced, int consecutiveFailures, long[] counters, String phase,
+      String description) {
+    this.state = state;
+    this.hasSynced = hasSynced;
+    this.consecutiveFailures = consecutiveFailures;
     this.counters = counters;
+    this.phase = phase;
     this.description = description;
   }
 
   public State state() {
-    return State.values()[(int) counters[NativeBridge.H_STATE]];
+    return state;
   }
 
   public boolean hasSynced() {
-    return counters[NativeBridge.H_HAS_SYNCED] != 0;
+    return hasSynced;
+  }
+
+  public long consecutiveFailures() {
+    return consecutiveFailures;
   }
 
   public long cacheSize() {
-    return counters[NativeBridge.H_CACHE_SIZE];
+    return counters[0];
   }
 
   public long eventsApplied() {
-    return counters[NativeBridge.H_EVENTS_APPLIED];
+    return counters[1];
   }
 
   public long relists() {
-    return counters[NativeBridge.H_RELISTS];
+    return counters[2];
   }
 
   public long errors() {
-    return counters[NativeBridge.H_ERRORS];
+    return counters[3];
   }
 
   /** LIST requests sent (each page counts). */
   public long lists() {
-    return counters[NativeBridge.H_LISTS];
+    return counters[4];
   }
 
   /** WATCH requests sent: the first and every reconnect. */
   public long watchConnects() {
-    return counters[NativeBridge.H_WATCH_CONNECTS];
+    return counters[5];
   }
 
   /** Milliseconds since the last pod event, or -1. */
   public long millisSinceLastEvent() {
-    return counters[NativeBridge.H_MILLIS_SINCE_EVENT];
+    return counters[6];
   }
 
   /** Milliseconds since the apiserver last sent anything (event, bookmark, list page), or -1. */
   public long millisSinceLastActivity() {
-    return counters[NativeBridge.H_MILLIS_SINCE_ACTIVITY];
+    return counters[7];
   }
 
   public long pendingChanges() {
-    return counters[NativeBridge.H_PENDING_CHANGES];
-  }
-
-  public long consecutiveFailures() {
-    return counters[NativeBridge.H_CONSECUTIVE_FAILURES];
+    return counters[8];
   }
 
   public long cacheJsonBytes() {
-    return counters[NativeBridge.H_CACHE_JSON_BYTES];
+    return counters[9];
   }
 
-  /** In words, e.g. {@code Degraded (3 consecutive failures; last: ...); 12 pods cached; ...}. */
+  /** What the informer does now: {@code initial list}, {@code watching}, {@code relisting after 410 Gone}, ... */
+  public String phase() {
+    return phase;
+  }
+
+  /** In words, e.g. {@code Degraded (3 consecutive failures; last: ...) (watching); 12 pods cached; ...}. */
   public String description() {
     return description;
   }

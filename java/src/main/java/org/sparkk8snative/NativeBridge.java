@@ -11,21 +11,6 @@ final class NativeBridge {
     NativeLibrary.load();
   }
 
-  // Indexes of healthCounters().
-  static final int H_STATE = 0;
-  static final int H_HAS_SYNCED = 1;
-  static final int H_CACHE_SIZE = 2;
-  static final int H_EVENTS_APPLIED = 3;
-  static final int H_RELISTS = 4;
-  static final int H_ERRORS = 5;
-  static final int H_LISTS = 6;
-  static final int H_WATCH_CONNECTS = 7;
-  static final int H_MILLIS_SINCE_EVENT = 8;
-  static final int H_MILLIS_SINCE_ACTIVITY = 9;
-  static final int H_PENDING_CHANGES = 10;
-  static final int H_CONSECUTIVE_FAILURES = 11;
-  static final int H_CACHE_JSON_BYTES = 12;
-
   private NativeBridge() {}
 
   /** SparkConf entries as key, value, key, value, ... (what create and createServices take). */
@@ -49,15 +34,14 @@ final class NativeBridge {
 
   static native void close(long handle);
 
-  /** A batch of changes (see PodBatch), empty after the timeout, null once stopped. */
+  /** A CHANGES frame (see Wire), empty after the timeout, null once stopped. */
   static native byte[] pollChanges(long handle, int maxBatch, long timeoutMillis);
 
-  /** A full snapshot, or a 0 byte then the reason (UTF-8) when the lister is not ready. */
-  static native byte[] listerSnapshot(long handle, long knownGeneration);
+  /** A SNAPSHOT, UNCHANGED or NOT_READY frame (see Wire). */
+  static native byte[] listerSnapshot(long handle, long knownView);
 
-  static native long[] healthCounters(long handle);
-
-  static native String healthDescription(long handle);
+  /** A HEALTH frame (see Wire). */
+  static native byte[] health(long handle);
 
   /** Log records as level, target, message triples; empty after the timeout. */
   static native String[] pollLogs(int max, long timeoutMillis);

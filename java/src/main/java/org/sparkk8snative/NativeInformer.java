@@ -58,29 +58,22 @@ public final class NativeInformer implements AutoCloseable {
    * null once the informer is stopped.
    */
   public List<PodBatch.Entry> pollChanges(int maxBatch, long timeoutMillis) {
-    byte[] bytes = NativeBridge.pollChanges(handle, maxBatch, timeoutMillis);
-    return bytes == null ? null : PodBatch.decode(bytes);
+    byte[] frame = NativeBridge.pollChanges(handle, maxBatch, timeoutMillis);
+    return frame == null ? null : frame.length == 0 ? List.of() : Wire.changes(frame);
   }
 
   /**
-   * A full snapshot of the cache for Spark's {@code replaceSnapshot}, with pods whose generation
-   * is at most {@code knownGeneration} (the {@link ListerSnapshot#generation()} of the caller's
-   * previous snapshot) marked {@link PodBatch#UNCHANGED} (no JSON); an "unchanged" answer when
-   * nothing changed since; or a not-ready answer while the cache is unsynced or stale.
+   * A full snapshot of the cache for Spark's {@code replaceSnapshot}, with pods whose generation is
+   * at most {@code knownView} (the view of the caller's previous snapshot; 0: none) marked {@link
+   * PodBatch#UNCHANGED} (no JSON); {@link ListerAnswer.Unchanged} when the cache is still at that
+   * view; or {@link ListerAnswer.NotReady} while no snapshot may be taken.
    */
-  public ListerSnapshot listerSnapshot(long knownGeneration) {
-    byte[] bytes = NativeBridge.listerSnapshot(handle, knownGeneration);
-    if (PodBatch.isNotReady(bytes)) {
-      return ListerSnapshot.notReady(PodBatch.notReadyReason(bytes));
-    }
-    if (PodBatch.isUnchangedSinceKnown(bytes)) {
-      return ListerSnapshot.unchangedSince(knownGeneration);
-    }
-    return ListerSnapshot.ready(PodBatch.decode(bytes), PodBatch.viewGeneration(bytes), bytes.length);
+  public ListerAnswer listerSnapshot(long knownView) {
+    return Wire.listerAnswer(NativeBridge.listerSnapshot(handle, knownView));
   }
 
   public InformerHealth health() {
-    return new InformerHealth(NativeBridge.healthCounters(handle), NativeBridge.healthDescription(handle));
+    return Wire.health(NativeBridge.health(handle));
   }
 
   /** Stops the informer and releases it; harmless when called again. */

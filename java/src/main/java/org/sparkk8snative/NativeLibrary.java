@@ -52,7 +52,13 @@ public final class NativeLibrary {
     }
     List<String> tried = new ArrayList<>();
     try {
-      loadedFrom = locateAndLoad(tried);
+      String from = locateAndLoad(tried);
+      int speaks = wireVersion();
+      if (speaks != Wire.VERSION) {
+        throw new UnsatisfiedLinkError("spark-k8s-native: the native library at " + from + " speaks wire format "
+            + speaks + ", this jar " + Wire.VERSION + ": use the library built with this jar");
+      }
+      loadedFrom = from;
     } catch (UnsatisfiedLinkError e) {
       failure = e;
       throw e;
@@ -85,6 +91,9 @@ public final class NativeLibrary {
   }
 
   private static native String version();
+
+  /** The version of the frames the loaded library sends (see {@link Wire}). */
+  private static native int wireVersion();
 
   private static String locateAndLoad(List<String> tried) {
     String explicit = System.getProperty(PATH_PROPERTY);

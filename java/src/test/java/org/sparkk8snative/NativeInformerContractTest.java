@@ -28,7 +28,7 @@ class NativeInformerContractTest {
     IllegalStateException twice = assertThrows(IllegalStateException.class, informer::start);
     assertTrue(twice.getMessage().contains("already started"), twice.getMessage());
     eventually("synced", Duration.ofSeconds(30), () -> informer.health().state() == InformerHealth.State.SYNCED);
-    assertTrue(informer.listerSnapshot(0).isReady());
+    assertTrue(informer.listerSnapshot(0) instanceof ListerAnswer.Ready);
     informer.stop();
     informer.stop();
     assertNull(informer.pollChanges(10, 10), "a stopped informer answers null");
@@ -82,8 +82,9 @@ class NativeInformerContractTest {
     Map<String, String[]> cases = new HashMap<>();
     cases.put("spark.master", new String[] {"spark.master", "k8s://not a url"});
     cases.put("spark.master (not k8s)", new String[] {"spark.master", "yarn"});
-    cases.put("spark.kubernetes.executor.listerPollingInterval",
-        new String[] {"spark.kubernetes.executor.listerPollingInterval", "-5s"});
+    // listerPollingInterval is read by the Java lister source from SparkConf, with Spark's own parser.
+    cases.put("spark.kubernetes.native.informer.initialListTimeout",
+        new String[] {"spark.kubernetes.native.informer.initialListTimeout", "-5s"});
     cases.put("spark.kubernetes.executor.missingPodDetectDelta",
         new String[] {"spark.kubernetes.executor.missingPodDetectDelta", "soon"});
     cases.put("spark.kubernetes.namespace", new String[] {"spark.kubernetes.namespace", "Not_A_Namespace"});

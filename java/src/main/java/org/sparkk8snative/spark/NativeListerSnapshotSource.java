@@ -11,7 +11,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.sparkk8snative.ListerSnapshot;
+import org.sparkk8snative.ListerAnswer;
 import org.sparkk8snative.NativeInformer;
 import org.sparkk8snative.PodBatch;
 import scala.collection.immutable.Seq;
@@ -45,7 +45,8 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
   private Seq<Pod> lastSnapshot;
   /** Pods of the snapshot being handed over that came with their JSON. */
   private int changedPods;
-  private long knownGeneration;
+  /** The view of the last snapshot handed to Spark (0: none). */
+  private long knownView;
   private boolean hadSnapshot;
   private long notReadySince = -1;
   private boolean warnedThisStreak;
@@ -88,14 +89,14 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
     long next = intervalMillis;
     try {
       long began = System.nanoTime();
-      ListerSnapshot snapshot = informer.listerSnapshot(knownGeneration);
-      if (snapshot.isReady()) {
-        replace(snapshot, began);
-      } else {
-        skip(snapshot.notReadyReason());
+      ListerAnswer answer = informer.listerSnapshot(knownView);
+      if (answer instanceof ListerAnswer.NotReady notReady) {
+        skip(notReady.reason());
         if (!hadSnapshot) {
           next = Math.min(intervalMillis, FIRST_SNAPSHOT_RETRY_MILLIS);
         }
+      } else {
+        replace(answer, began);
       }
     } catch (IllegalStateException closed) {
       if (stopped) {
@@ -110,21 +111,32 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
     }
   }
 
-  private void replace(ListerSnapshot snapshot, long began) {
+  private void replace(ListerAnswer answer, long began) {
     changedPods = 0;
-    Seq<Pod> pods = snapshot.isUnchanged() ? lastSnapshot : assemble(snapshot.entries());
+    Seq<Pod> pods;
+    long view;
+    int frameBytes;
+    if (answer instanceof ListerAnswer.Ready ready) {
+      pods = assemble(ready.entries());
+      view = ready.view();
+      frameBytes = ready.frameBytes();
+    } else {
+      pods = lastSnapshot;
+      view = ((ListerAnswer.Unchanged) answer).view();
+      frameBytes = 10; // the UNCHANGED frame: version, tag and view
+    }
     if (pods == null) {
       // A pod marked unchanged that this source does not hold: should not happen; ask for
       // every pod next round rather than guess.
-      knownGeneration = 0;
+      knownView = 0;
       return;
     }
     long handOver = System.nanoTime();
     store.replaceSnapshot(pods);
     long done = System.nanoTime();
-    lastRound = new Round(done - began, done - handOver, pods.size(), changedPods, snapshot.frameBytes());
+    lastRound = new Round(done - began, done - handOver, pods.size(), changedPods, frameBytes);
     lastSnapshot = pods;
-    knownGeneration = snapshot.generation();
+    knownView = view;
     hadSnapshot = true;
     if (notReadySince >= 0) {
       LOG.info("Lister ready again after {} ms; {} executor pods", System.currentTimeMillis() - notReadySince, pods.size());

@@ -1,6 +1,7 @@
 package org.sparkk8snative.spark;
 
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
@@ -16,6 +17,8 @@ import org.sparkk8snative.PodBatch;
  */
 final class SharedNativeInformer {
   private static final Logger LOG = LoggerFactory.getLogger(SharedNativeInformer.class);
+  /** Spark's own fabric8 model: the pods handed to Spark are the objects its sources would hand it. */
+  private static final KubernetesSerialization SERIALIZATION = new KubernetesSerialization();
 
   private record Decoded(long generation, Pod pod) {}
 
@@ -65,7 +68,12 @@ final class SharedNativeInformer {
     if (known != null && known.generation() == entry.generation()) {
       return known.pod();
     }
-    Pod pod = entry.decodePod();
+    Pod pod;
+    try {
+      pod = SERIALIZATION.unmarshal(entry.json(), Pod.class);
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException("pod " + entry.podName() + ": undecodable JSON from the native library", e);
+    }
     if (entry.kind() == PodBatch.DELETED) {
       decoded.remove(entry.podName());
     } else {

@@ -1,5 +1,5 @@
 # The two commands a fresh machine needs: `make demo` and `make test`.
-.PHONY: demo test plane-up plane-down lint bench bench-informer
+.PHONY: demo test plane-up plane-down lint format bench bench-informer bump-kubernetes
 
 demo:
 	scripts/demo.sh
@@ -13,9 +13,14 @@ plane-up:
 plane-down:
 	scripts/plane.sh down
 
+# The same lint as CI (scripts/test.sh runs it); JAVA_FORMAT_CHECK=0 skips the Java check.
 lint:
-	cargo fmt --all -- --check
-	cargo clippy --release --all-targets -- -D warnings
+	scripts/lint.sh
+
+# Formats the Rust and Java sources, so that `make lint` passes.
+format:
+	cargo fmt --all
+	cd java && mvn -B -ntp -q spotless:apply
 
 # Legacy Spark sources, a fabric8 informer and the native sources side by side,
 # each in its own JVM (writes BENCHMARKS.md and docs/benchmark.png; ~15 min).
@@ -27,9 +32,19 @@ bench-informer:
 	LOCALPLANE_BIN=$$(scripts/localplane-build.sh) cargo bench --bench informer
 
 # The chaos run alone (it also runs in `make test`), replayed or longer:
-# make chaos SEED=<seed a run printed> SECONDS=600
+# make chaos CHAOS_SEED=<seed a run printed> CHAOS_SECONDS=600
 .PHONY: chaos
 chaos:
 	cargo build --release --locked
 	cd java && mvn -B -ntp test -Dtest=ChaosRunTest -Dsurefire.failIfNoSpecifiedTests=false \
-	  -Dnative.lib.dir=$(CURDIR)/target/release $(if $(SEED),-Dchaos.seed=$(SEED)) $(if $(SECONDS),-Dchaos.seconds=$(SECONDS))
+	  -Dnative.lib.dir=$(CURDIR)/target/release \
+	  $(if $(CHAOS_SEED),-Dchaos.seed=$(CHAOS_SEED)) $(if $(CHAOS_SECONDS),-Dchaos.seconds=$(CHAOS_SECONDS))
+
+# Moves the local control plane to another Kubernetes release: go.mod's
+# k8s.io/kubernetes require and its replace block (tests/localplane/gen-replaces.sh),
+# then go mod tidy. The next build of the plane takes the ~7 minutes of a first one.
+#   make bump-kubernetes K8S_VERSION=v1.36.4
+bump-kubernetes:
+	@test -n "$(K8S_VERSION)" || { echo "usage: make bump-kubernetes K8S_VERSION=v1.36.4" >&2; exit 2; }
+	tests/localplane/gen-replaces.sh -w $(K8S_VERSION)
+	cd tests/localplane && GOTOOLCHAIN=$${GOTOOLCHAIN:-auto} go mod tidy

@@ -5,6 +5,7 @@
 #   scripts/bench.sh            full run (about 15 minutes): BENCHMARKS.md, docs/benchmark.png
 #   scripts/bench.sh quick OUT  small numbers, a smoke check of the harness, into OUT/
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$root"
 mode=${1:-full}

@@ -4,6 +4,7 @@
 # polling sources, while a script plays the kubelet. Prints live what Spark
 # sees and the apiserver's LIST / WATCH requests for the executor pods.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$root"
 

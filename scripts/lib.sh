@@ -77,17 +77,39 @@ start_plane() {
   "$bin/localplane" stop --dir "$dir" 2>/dev/null || true
   rm -rf "$dir"
   "$bin/localplane" start --dir "$dir" >/dev/null
-  # shellcheck disable=SC2064 # expand now: the trap must stop this plane
-  trap "'$bin/localplane' stop --dir '$dir'" EXIT
+  # shellcheck disable=SC2064 # expand now: the trap must stop this plane ($? at exit)
+  trap "stop_plane \$? '$bin' '$dir'" EXIT
 }
 
-# Runs a Java main the way a Spark driver runs: Spark's JVM options (from
-# java/pom.xml), the native library, the plane in $1. Rest: classpath, main, args.
+# Stops the plane in $3 (binaries in $2). Stopping removes its directory, so
+# when the script fails ($1, its exit status, not 0) the plane's logs are
+# first copied to target/failed-plane-logs/NAME: the launcher's, the
+# apiserver's and controller-manager's, and the audit log (LOCALPLANE_AUDIT_LOG).
+stop_plane() {
+  local status=$1 bin=$2 dir=$3 kept
+  kept="$root/target/failed-plane-logs/$(basename "$dir")"
+  rm -rf "$kept" # what an earlier failed run kept
+  if ((status != 0)) && [[ -d "$dir" ]]; then
+    mkdir -p "$kept"
+    local files=("$dir"/*.log "$dir/plane.env") audit file
+    audit=$(sed -n 's/^LOCALPLANE_AUDIT_LOG=//p' "$dir/plane.env" 2>/dev/null || true)
+    if [[ -n "$audit" && "$audit" != "$dir"/* ]]; then files+=("$audit"); fi
+    for file in "${files[@]}"; do
+      if [[ -f "$file" ]]; then cp -p "$file" "$kept/" || true; fi
+    done
+    echo "failed (exit $status): the plane's logs are kept in $kept" >&2
+  fi
+  "$bin/localplane" stop --dir "$dir" || true
+  return "$status"
+}
+
+# Runs a Java main the way a Spark driver runs: Spark's JVM options (the java
+# @argument file java/jvm.options, which Maven's tests read too), the native
+# library, the plane in $1. Rest: classpath, main, args.
 spark_java() {
   local plane_env=$1
   shift
-  # shellcheck disable=SC2046 # one option per word
-  java -Xmx1g $(grep -o '<spark.jvm.options>[^<]*' "$root/java/pom.xml" | cut -d'>' -f2) \
+  java -Xmx1g @"$root/java/jvm.options" \
     -Djava.library.path="$root/target/release" \
     -Dspark.k8s.native.test.planeEnv="$plane_env" \
     -Dlog4j2.level=WARN \

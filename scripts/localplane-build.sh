@@ -31,11 +31,16 @@ if [[ ! -x "$bin/kube-apiserver" || ! -x "$bin/kube-controller-manager" || ! -x 
   (cd "$src" && go mod download) >&2
   say "modules downloaded in $((SECONDS - began))s; compiling"
   tmp=$(mktemp -d "$bin/.build.XXXXXX")
+  # go build -v names each package it compiles: count them, with the time
+  # since the build began (bash's $SECONDS, the same clock as $began).
   (cd "$src" && go build -v -ldflags "$ldflags" -o "$tmp/" \
       k8s.io/kubernetes/cmd/kube-apiserver \
       k8s.io/kubernetes/cmd/kube-controller-manager \
       k8s.io/kubernetes/cmd/kubectl 2>&1) | tee "$bin/build.log" |
-    awk -v start="$began" '{n++} n % 250 == 0 {printf "[localplane-build] %d packages compiled (%ds)\n", n, systime() - start; fflush()}' >&2 \
+    { n=0; while IFS= read -r _; do
+        n=$((n + 1))
+        if ((n % 250 == 0)); then say "$n packages compiled ($((SECONDS - began))s)"; fi
+      done; } \
     || true
   for b in kube-apiserver kube-controller-manager kubectl; do
     if [[ ! -x "$tmp/$b" ]]; then

@@ -3,6 +3,7 @@
 # the jar, checks formatting and lints, then runs the Rust tests and the JVM
 # tests against real local control planes. `make test` calls this; so does CI.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$root"
 
@@ -17,18 +18,17 @@ echo "$LOCALPLANE_BIN"
 phase "native library (cargo build --release)"
 cargo build --release --locked
 
-phase "lint (cargo fmt --check, cargo clippy -D warnings)"
-cargo fmt --all -- --check
-cargo clippy --release --locked --all-targets -- -D warnings
+phase "lint (scripts/lint.sh: cargo fmt --check, cargo clippy -D warnings, Java format)"
+scripts/lint.sh
 
 phase "Rust tests (real control planes)"
 cargo test --release --locked -- --test-threads="${RUST_TEST_THREADS:-2}"
 
 phase "JVM tests (Maven, real .so, a real control plane, -Xcheck:jni)"
+# start_plane stops it on exit, keeping its logs in target/failed-plane-logs/
+# if a test failed.
 jvm_plane="$root/target/localplane-jvm-tests"
-"$LOCALPLANE_BIN/localplane" stop --dir "$jvm_plane" 2>/dev/null || true
-"$LOCALPLANE_BIN/localplane" start --dir "$jvm_plane" >/dev/null
-trap '"$LOCALPLANE_BIN/localplane" stop --dir "$jvm_plane"' EXIT
+start_plane "$LOCALPLANE_BIN" "$jvm_plane"
 (cd java && mvn -B -ntp verify \
   -Dnative.lib.dir="$root/target/release" \
   -Dtest.plane.env="$jvm_plane/plane.env" \

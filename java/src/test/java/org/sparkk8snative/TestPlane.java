@@ -8,6 +8,7 @@ import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import java.io.File;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -18,6 +19,7 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -25,6 +27,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
+import java.util.stream.Stream;
 
 /**
  * The real local control plane for JVM tests: the one named by {@code
@@ -34,6 +37,7 @@ import java.util.function.BooleanSupplier;
 public final class TestPlane {
   private static TestPlane shared;
   private static final AtomicInteger COUNTER = new AtomicInteger();
+  private static final AtomicInteger PLANES = new AtomicInteger();
 
   private final Map<String, String> env;
   private final KubernetesClient admin;
@@ -75,7 +79,8 @@ public final class TestPlane {
 
   /**
    * Starts a plane of the caller's own (e.g. {@code "--watch-cache=false"}), in target/localplane-{@code
-   * name}-PID; {@link #stop()} stops it, else the JVM's exit does.
+   * name}-PID-N, as a child process that dies with this JVM; {@link #stop()} stops it, else the
+   * JVM's exit does.
    */
   public static TestPlane start(String name, String... localplaneArgs) {
     OwnPlane own = startOwn(name, localplaneArgs);
@@ -94,6 +99,11 @@ public final class TestPlane {
 
   private record OwnPlane(Map<String, String> env, Runnable stopper) {}
 
+  /**
+   * Runs {@code localplane run --exit-with-parent} as a child of this JVM, so that the plane dies
+   * with the JVM even when the JVM crashes (a {@code localplane start} daemon would outlive it);
+   * its directory is removed when it stops, its own log (the directory's name + .log) is kept.
+   */
   private static OwnPlane startOwn(String name, String... localplaneArgs) {
     try {
       Path root = Paths.get(System.getProperty("user.dir")).getParent();
@@ -103,28 +113,88 @@ public final class TestPlane {
       if (build.waitFor() != 0) {
         throw new IllegalStateException("scripts/localplane-build.sh failed");
       }
-      Path dir = root.resolve("target/localplane-" + name + "-" + ProcessHandle.current().pid());
-      List<String> command = new ArrayList<>(List.of(bin + "/localplane", "start", "--dir", dir.toString()));
+      // A directory (and log) per plane: a test class may start one after another.
+      Path dir = root.resolve("target/localplane-" + name + "-" + ProcessHandle.current().pid() + "-"
+          + PLANES.incrementAndGet());
+      Path log = dir.resolveSibling(dir.getFileName() + ".log");
+      deleteRecursively(dir); // left by an earlier JVM of the same pid
+      Files.createDirectories(dir);
+      List<String> command = new ArrayList<>(List.of(bin + "/localplane", "run", "--dir", dir.toString(),
+          "--exit-with-parent", "--remove-dir-on-exit"));
       command.addAll(List.of(localplaneArgs));
-      Process start = new ProcessBuilder(command).inheritIO().start();
-      if (start.waitFor() != 0) {
-        throw new IllegalStateException("localplane start failed");
-      }
+      long began = System.nanoTime();
+      Process plane = new ProcessBuilder(command)
+          .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
+          .redirectErrorStream(true)
+          .redirectOutput(log.toFile())
+          .start();
       AtomicBoolean stopped = new AtomicBoolean();
       Runnable stopper = () -> {
         if (stopped.compareAndSet(false, true)) {
-          try {
-            new ProcessBuilder(bin + "/localplane", "stop", "--dir", dir.toString()).start().waitFor(30, TimeUnit.SECONDS);
-          } catch (Exception ignored) {
-            // best effort
-          }
+          stopChild(plane);
         }
       };
+      Path envFile = dir.resolve("plane.env");
+      long deadline = began + TimeUnit.SECONDS.toNanos(180);
+      while (!Files.exists(envFile)) {
+        if (!plane.isAlive()) {
+          throw new IllegalStateException("localplane exited (" + plane.exitValue() + ") before it was ready; "
+              + logs(log, dir));
+        }
+        if (System.nanoTime() > deadline) {
+          String logs = logs(log, dir);
+          stopper.run();
+          throw new IllegalStateException("localplane not ready after 180 s; " + logs);
+        }
+        Thread.sleep(100);
+      }
+      // Also stops it on a normal JVM exit, before the JVM is gone (--exit-with-parent is the net).
       Runtime.getRuntime().addShutdownHook(new Thread(stopper));
-      return new OwnPlane(readEnv(dir.resolve("plane.env")), stopper);
+      System.err.printf("[TestPlane] local plane up in %.1fs at %s%n", (System.nanoTime() - began) / 1e9, dir);
+      return new OwnPlane(readEnv(envFile), stopper);
     } catch (IOException | InterruptedException e) {
       throw new IllegalStateException("could not start a local control plane", e);
     }
+  }
+
+  /** SIGTERM lets the plane stop its children and remove its directory; SIGKILL if it hangs. */
+  private static void stopChild(Process plane) {
+    plane.destroy();
+    try {
+      if (!plane.waitFor(30, TimeUnit.SECONDS)) {
+        plane.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      plane.destroyForcibly();
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private static void deleteRecursively(Path dir) throws IOException {
+    if (Files.exists(dir)) {
+      try (Stream<Path> paths = Files.walk(dir)) {
+        for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
+          Files.deleteIfExists(p);
+        }
+      }
+    }
+  }
+
+  /** The launcher's log, and the end of the apiserver's (where a failed start says why). */
+  private static String logs(Path launcherLog, Path dir) {
+    StringBuilder out = new StringBuilder("its log " + launcherLog + ":\n");
+    try {
+      out.append(Files.readString(launcherLog));
+      Path apiserver = dir.resolve("kube-apiserver.log");
+      if (Files.exists(apiserver)) {
+        List<String> lines = Files.readAllLines(apiserver);
+        out.append("the end of ").append(apiserver).append(":\n");
+        lines.subList(Math.max(0, lines.size() - 30), lines.size()).forEach(l -> out.append(l).append('\n'));
+      }
+    } catch (IOException e) {
+      out.append("(unreadable: ").append(e).append(")\n");
+    }
+    return out.toString();
   }
 
   private static Map<String, String> readEnv(Path file) {

@@ -325,13 +325,13 @@ impl ExecutorServices {
     }
 
     /// Runs one request, within the concurrency bound, retrying transient
-    /// failures with jittered exponential backoff.
+    /// failures with the informer's backoff.
     async fn retrying<T, F, Fut>(&self, mut request: F) -> Result<T, kube::Error>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, kube::Error>>,
     {
-        let mut delay = Duration::from_millis(200);
+        let mut backoff = retry_backoff();
         for attempt in 1.. {
             let result = {
                 let _permit = self.requests.acquire().await.expect("never closed");
@@ -343,9 +343,7 @@ impl ExecutorServices {
             };
             match result {
                 Err(e) if attempt < ATTEMPTS && transient(&e) => {
-                    let jitter = Duration::from_millis(fnv1a(format!("{attempt}{e}").as_bytes()) % 100);
-                    tokio::time::sleep(delay + jitter).await;
-                    delay = (delay * 2).min(Duration::from_secs(10));
+                    tokio::time::sleep(backoff.next().expect("the backoff never ends")).await;
                 }
                 other => return other,
             }
@@ -541,8 +539,14 @@ impl PodSubscriber for ServiceController {
     }
 }
 
+/// The one retry policy of Service writes: the informer's (kube's watcher
+/// backoff, as client-go's: 0.8 s doubling to 30 s, jittered).
+fn retry_backoff() -> kube::runtime::watcher::DefaultBackoff {
+    kube::runtime::watcher::DefaultBackoff::default()
+}
+
 /// A failed ensure or delete (after its own retries of transient errors) is
-/// tried again this many times, 1 s to 60 s apart (about 4 minutes in all):
+/// tried again this many times, with [`retry_backoff`] (about 2 minutes in all):
 /// a 403 right after an apiserver restart, before its RBAC is loaded, or an
 /// apiserver that is down for a while, must not leave an executor without its
 /// Service, or a gone executor with one, until some later event.
@@ -554,7 +558,7 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let mut pause = Duration::from_secs(1);
+    let mut backoff = retry_backoff();
     for retry in 0..=RETRIES {
         if attempt().await {
             return true;
@@ -562,8 +566,7 @@ where
         if retry == RETRIES {
             break;
         }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(60));
+        tokio::time::sleep(backoff.next().expect("the backoff never ends")).await;
         if !wanted() {
             break;
         }

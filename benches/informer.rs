@@ -76,7 +76,7 @@ async fn main() {
     let pods: Api<Pod> = Api::namespaced(admin.clone(), plane.namespace());
     let restricted: Api<Pod> = Api::namespaced(plane.client(Identity::Restricted, Route::Direct), plane.namespace());
     let mut report = String::new();
-    writeln!(report, "### Informer (Rust core, issue 3)\n").unwrap();
+    writeln!(report, "### Informer (Rust core)\n").unwrap();
     writeln!(
         report,
         "Local control plane (kube-apiserver v1.36.3, watch cache on), {} cores; best of {runs} runs per figure.\n",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The three-way benchmark (issue 6): Spark's legacy sources, a fabric8 informer
+# The three-way benchmark: Spark's legacy sources, a fabric8 informer
 # + lister, and the native sources, each in its own JVM feeding Spark's real
 # snapshot store, one after the other on a dedicated local control plane.
 #   scripts/bench.sh            full run (about 15 minutes): BENCHMARKS.md, docs/benchmark.png

@@ -411,8 +411,8 @@ fn carry_out(shared: &Shared, effects: Vec<Effect>) -> bool {
     relist
 }
 
-/// Replays cached pods whose current version was not delivered (review
-/// comment 7: an unchanged pod produces no event).
+/// Replays cached pods whose current version was not delivered: an unchanged
+/// pod produces no event, so a resync costs nothing when nothing changed.
 fn resync(shared: &Shared) {
     let pods = shared.machine.lock().cache().snapshot();
     let mut replayed = 0;

@@ -47,7 +47,7 @@ final class SharedNativeInformer {
       throw new IllegalStateException("the native informer runs for application " + informer.applicationId()
           + ", not " + applicationId);
     } else {
-      // The second source of the pair: expected on every start (review comment 8), so debug.
+      // The second source of the pair: expected on every start, so debug, not a warning.
       LOG.debug("Native informer already running for {}", applicationId);
     }
     users++;

@@ -127,7 +127,7 @@ final class BenchmarkReport {
   private String section() {
     StringBuilder md = new StringBuilder();
     int n = plan.largest();
-    md.append("### Snapshot sources side by side: legacy, fabric8 informer, native (issue 6)\n\n");
+    md.append("### Snapshot sources side by side: legacy, fabric8 informer, native\n\n");
     md.append(String.format("""
         `make bench` (plan `%s`, %d s on %s, %s). Each contender runs in a JVM of its own (`-Xmx2g`, \
         same flags), one after the other on the same local control plane (kube-apiserver v1.36.3, watch \
@@ -152,7 +152,7 @@ final class BenchmarkReport {
     }
     md.append("\nA native WATCH request ends every `watchTimeout` (10 s by default, two thirds of the stale bound) "
         + "and resumes from its resourceVersion, served from the watch cache: that is how a quiet watch proves "
-        + "itself alive, so the lister never snapshots a silently dead cache (review comment 2).\n\n");
+        + "itself alive, so the lister never snapshots a silently dead cache.\n\n");
 
     md.append("**Time from `start` to Spark's store holding every executor pod** (median of 3 starts), next to a "
         + "raw LIST of the same pods read over plain HTTPS without decoding (the floor):\n\n");
@@ -241,7 +241,7 @@ final class BenchmarkReport {
         (v, t) -> v <= t ? 1 : 0, "%.2f ms"));
     rows.add(target("lister snapshot of " + n + " unchanged pods <= 5 ms (with Spark's replaceSnapshot)",
         number("native", "lister.unchangedMicros") / 1000, 5, (v, t) -> v <= t ? 1 : 0, "%.2f ms"));
-    StringBuilder md = new StringBuilder("**Targets** (issue 6):\n\n| target | measured | met |\n| --- | ---: | :---: |\n");
+    StringBuilder md = new StringBuilder("**Targets**:\n\n| target | measured | met |\n| --- | ---: | :---: |\n");
     for (String[] row : rows) {
       md.append("| ").append(String.join(" | ", row)).append(" |\n");
     }

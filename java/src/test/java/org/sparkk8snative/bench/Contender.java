@@ -65,7 +65,7 @@ interface Contender {
   /**
    * The design of Spark's informer pull request (SPARK-33737), written here with Spark's fabric8:
    * a SharedIndexInformer on the watch source's selector feeding updatePod, and its Lister feeding
-   * replaceSnapshot every listerPollingInterval once synced (review comment 3), the first round
+   * replaceSnapshot every listerPollingInterval once synced (never from an unsynced cache), the first round
    * right after the sync.
    */
   final class Fabric8Informer implements Contender {

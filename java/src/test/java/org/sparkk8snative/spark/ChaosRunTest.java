@@ -35,7 +35,7 @@ import org.sparkk8snative.TestPlane;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * The chaos run (issue 7). On a real control plane of its own, executor pods churn at random
+ * The chaos run. On a real control plane of its own, executor pods churn at random
  * ({@link PodChurn}) while the apiserver is restarted, the watch is forced to relist through 410
  * Gone, the connection is black-holed for longer than the stale bound, and the apiserver answers
  * 429 in bursts. The native sources feed Spark's real store ({@link RecordingStore}). Checked

@@ -341,7 +341,7 @@ fn prepare(
     let app_id = required_string(env, app_id, "applicationId")?;
     logs::install();
     let settings = Settings::from_spark_conf(&conf)?;
-    crate::settings::validate_app_id(&app_id)?;
+    // The app id is validated by the core's connect, the one place that does.
     let runtime =
         RuntimeLease::acquire().map_err(|e| JniError::IllegalState(format!("cannot start the native runtime: {e}")))?;
     Ok((settings, app_id, runtime))

@@ -41,8 +41,11 @@ final class Wire {
         }
         case TAG_UNCHANGED:
           return new ListerAnswer.Unchanged(in.getLong());
-        case TAG_NOT_READY:
-          return new ListerAnswer.NotReady(new String(frame, in.position(), in.remaining(), StandardCharsets.UTF_8));
+        case TAG_NOT_READY: {
+          String reason = new String(frame, in.position(), in.remaining(), StandardCharsets.UTF_8);
+          in.position(in.limit());
+          return new ListerAnswer.NotReady(reason);
+        }
         default:
           throw new IllegalArgumentException("not a lister answer: tag " + tag);
       }

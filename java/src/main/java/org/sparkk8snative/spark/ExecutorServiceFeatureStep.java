@@ -30,9 +30,9 @@ import org.sparkk8snative.ExecutorServiceNames;
  * port, fixed by {@code spark.blockManager.port}, is the only port peers need.
  */
 public final class ExecutorServiceFeatureStep implements KubernetesExecutorCustomFeatureConfigStep {
-  public static final String ENABLE_SERVICE = "spark.kubernetes.executor.enableService";
-  public static final String BLOCK_MANAGER_PORT = "spark.blockManager.port";
+  /** The variable that carries the executor's Service name, for the executor's own use. */
   public static final String SERVICE_NAME_ENV = "EXECUTOR_SERVICE_NAME";
+  /** The variable Spark's entrypoint passes as the executor's {@code --hostname}. */
   static final String POD_IP_ENV = "SPARK_EXECUTOR_POD_IP";
 
   private KubernetesExecutorConf conf;
@@ -42,33 +42,18 @@ public final class ExecutorServiceFeatureStep implements KubernetesExecutorCusto
     this.conf = conf;
   }
 
-  /** Fails (naming the key) when Services are on and the block manager port is not fixed. */
-  public static void requireBlockManagerPort(SparkConf conf) {
-    if (!conf.getBoolean(ENABLE_SERVICE, false)) {
-      return;
-    }
-    String port = conf.get(BLOCK_MANAGER_PORT, "").trim();
-    boolean valid;
-    try {
-      int p = Integer.parseInt(port);
-      valid = p > 0 && p < 65536;
-    } catch (NumberFormatException e) {
-      valid = false;
-    }
-    if (!valid) {
-      throw new IllegalArgumentException(BLOCK_MANAGER_PORT + "=" + (port.isEmpty() ? "(unset)" : port)
-          + ": required when " + ENABLE_SERVICE + "=true: every executor Service exposes this fixed port"
-          + " (set it to a port from 1 to 65535, e.g. 7079)");
-    }
-  }
-
+  /**
+   * With Services on: the pod's hostname and the executor's advertised name become its Service's
+   * name. Fails, naming the key, when the native side refuses the settings (for example no fixed
+   * block manager port), which driver start-up already checked when the allocator added this step.
+   */
   @Override
   public SparkPod configurePod(SparkPod sparkPod) {
     SparkConf sparkConf = conf.sparkConf();
-    if (!sparkConf.getBoolean(ENABLE_SERVICE, false)) {
+    if (!ExecutorServicesConf.enabled(sparkConf)) {
       return sparkPod;
     }
-    requireBlockManagerPort(sparkConf);
+    ExecutorServicesConf.check(sparkConf);
     String name = ExecutorServiceNames.serviceName(conf.appId(), conf.executorId());
     Pod pod = new PodBuilder(sparkPod.pod()).editOrNewSpec().withHostname(name).endSpec().build();
     List<EnvVar> env = new ArrayList<>();

@@ -4,6 +4,8 @@ import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
 import java.util.function.ToLongFunction;
 import org.apache.spark.metrics.source.Source;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.sparkk8snative.InformerHealth;
 import org.sparkk8snative.NativeInformer;
 
@@ -12,6 +14,8 @@ import org.sparkk8snative.NativeInformer;
  * sparkK8sNative}), so it reaches whatever sink the operator configured.
  */
 public final class NativeInformerMetricsSource implements Source {
+  private static final Logger LOG = LoggerFactory.getLogger(NativeInformerMetricsSource.class);
+
   private final MetricRegistry registry = new MetricRegistry();
   private final NativeSnapshotSources sources;
 
@@ -49,6 +53,8 @@ public final class NativeInformerMetricsSource implements Source {
       try {
         return read.applyAsLong(informer.health());
       } catch (IllegalStateException closed) {
+        // Closed between the two calls, as the sources stop: a sink reads the gauge as absent.
+        LOG.debug("Gauge informer.{} read while the native informer closed", name, closed);
         return -1L;
       }
     });

@@ -11,11 +11,17 @@ import org.sparkk8snative.PodBatch;
  * Delivers every executor pod change the native informer sees to Spark's {@code
  * ExecutorPodsSnapshotsStore.updatePod}, within milliseconds, from one daemon thread that pulls
  * changes from the native side. Pod state stays Spark's: this only decodes and hands over.
+ *
+ * <p>The thread outlives any failure of one batch or one change (each is logged, and delivery goes
+ * on); it ends when the source is stopped, and whatever else ends it is logged at ERROR.
  */
 public final class NativeInformerSnapshotSource implements ExecutorPodsSnapshotSource {
   private static final Logger LOG = LoggerFactory.getLogger(NativeInformerSnapshotSource.class);
   private static final int MAX_BATCH = 512;
   private static final long POLL_MILLIS = 200;
+  /** After a failed poll: long enough not to spin on a lasting failure, short against Spark's cadence. */
+  private static final long FAILED_POLL_PAUSE_MILLIS = 1_000;
+  private static final long STOP_WAIT_MILLIS = 5_000;
 
   private final ExecutorPodsSnapshotsStore store;
   private final SharedNativeInformer shared;
@@ -36,30 +42,77 @@ public final class NativeInformerSnapshotSource implements ExecutorPodsSnapshotS
     started = true;
     NativeInformer informer = shared.acquire(applicationId);
     running = true;
-    thread = new Thread(() -> deliver(informer), "spark-k8s-native-informer-" + applicationId);
+    thread = new Thread(() -> run(informer, applicationId), "spark-k8s-native-informer-" + applicationId);
     thread.setDaemon(true);
     thread.start();
   }
 
-  private void deliver(NativeInformer informer) {
+  /** The delivery thread's body: nothing ends it unlogged. */
+  private void run(NativeInformer informer, String applicationId) {
+    try {
+      deliverUntilStopped(informer, applicationId);
+    } catch (Throwable t) {
+      LOG.error("The native informer source of {} died: executor pod changes no longer reach Spark's updatePod",
+          applicationId, t);
+    }
+  }
+
+  private void deliverUntilStopped(NativeInformer informer, String applicationId) {
     while (running) {
       List<PodBatch.Entry> changes;
       try {
         changes = informer.pollChanges(MAX_BATCH, POLL_MILLIS);
-      } catch (IllegalStateException closed) {
-        return; // closed under us by stop()
+      } catch (RuntimeException e) {
+        if (informer.isClosed()) {
+          ended(applicationId, "its native informer was closed", e);
+          return;
+        }
+        LOG.warn("Could not take the pod changes of {} from the native informer; again in {} ms", applicationId,
+            FAILED_POLL_PAUSE_MILLIS, e);
+        if (!pause(applicationId)) {
+          return;
+        }
+        continue;
       }
       if (changes == null) {
-        return; // the informer stopped
+        ended(applicationId, "its native informer stopped", null);
+        return;
       }
-      for (PodBatch.Entry change : changes) {
-        try {
-          store.updatePod(shared.decode(change));
-        } catch (RuntimeException e) {
-          // One undeliverable change must not stop the others.
-          LOG.warn("Could not deliver the change of pod {} to Spark", change.podName(), e);
-        }
+      deliver(changes, applicationId);
+    }
+    LOG.debug("The native informer source of {} stopped", applicationId);
+  }
+
+  /** Hands each change to Spark; one undeliverable change must not stop the others. */
+  private void deliver(List<PodBatch.Entry> changes, String applicationId) {
+    for (PodBatch.Entry change : changes) {
+      try {
+        store.updatePod(shared.decode(change));
+      } catch (RuntimeException e) {
+        LOG.warn("Could not deliver the change of pod {} of {} to Spark", change.podName(), applicationId, e);
       }
+    }
+  }
+
+  /** The end of delivery: expected after {@link #stop()}, an error otherwise. */
+  private void ended(String applicationId, String why, Throwable cause) {
+    if (running) {
+      LOG.error("The native informer source of {} ends because {}: executor pod changes no longer reach Spark's "
+          + "updatePod", applicationId, why, cause);
+    } else {
+      LOG.debug("The native informer source of {} stopped ({})", applicationId, why, cause);
+    }
+  }
+
+  /** Waits before the next poll; false when interrupted, which ends delivery. */
+  private boolean pause(String applicationId) {
+    try {
+      Thread.sleep(FAILED_POLL_PAUSE_MILLIS);
+      return true;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      ended(applicationId, "its thread was interrupted", e);
+      return false;
     }
   }
 
@@ -74,11 +127,17 @@ public final class NativeInformerSnapshotSource implements ExecutorPodsSnapshotS
       toJoin = thread;
       thread = null;
     }
+    // Closing the informer (when the lister is done with it too) makes a blocked poll return at once.
     shared.release();
     try {
-      toJoin.join(5_000);
+      toJoin.join(STOP_WAIT_MILLIS);
+      if (toJoin.isAlive()) {
+        LOG.warn("The native informer source's thread {} is still running {} ms after stop", toJoin.getName(),
+            STOP_WAIT_MILLIS);
+      }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+      LOG.warn("Interrupted while waiting for the native informer source's thread {} to end", toJoin.getName(), e);
     }
   }
 }

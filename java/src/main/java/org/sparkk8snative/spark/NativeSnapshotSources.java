@@ -1,25 +1,22 @@
 package org.sparkk8snative.spark;
 
-import java.util.HashMap;
-import java.util.Map;
 import org.apache.spark.SparkConf;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
-import scala.Tuple2;
+import org.sparkk8snative.ConfigKeys;
+import org.sparkk8snative.NativeInformer;
 
 /**
  * The native informer source and lister source of one application, sharing one native informer:
  * started together, stopped together (idempotently).
  */
 public final class NativeSnapshotSources {
-  /** Spark's interval key of the lister (SPARK-33737). */
-  public static final String LISTER_POLLING_INTERVAL = "spark.kubernetes.executor.listerPollingInterval";
-
   private final SharedNativeInformer shared;
   private final NativeInformerSnapshotSource informerSource;
   private final NativeListerSnapshotSource listerSource;
   private boolean stopped;
 
-  private NativeSnapshotSources(SharedNativeInformer shared, ExecutorPodsSnapshotsStore store, long listerIntervalMillis) {
+  private NativeSnapshotSources(
+      SharedNativeInformer shared, ExecutorPodsSnapshotsStore store, long listerIntervalMillis) {
     this.shared = shared;
     this.informerSource = new NativeInformerSnapshotSource(store, shared);
     this.listerSource = new NativeListerSnapshotSource(store, shared, listerIntervalMillis);
@@ -27,21 +24,14 @@ public final class NativeSnapshotSources {
 
   /** Builds the sources from the driver's configuration; nothing is started yet. */
   public static NativeSnapshotSources create(SparkConf conf, ExecutorPodsSnapshotsStore store) {
-    return new NativeSnapshotSources(new SharedNativeInformer(toMap(conf)), store, listerIntervalMillis(conf));
+    SharedNativeInformer shared = new SharedNativeInformer(SparkConfValues.entries(conf));
+    return new NativeSnapshotSources(shared, store, listerIntervalMillis(conf));
   }
 
   /** The lister interval; its validity (positive, Spark syntax) is checked by the native side. */
   static long listerIntervalMillis(SparkConf conf) {
-    long millis = conf.getTimeAsMs(LISTER_POLLING_INTERVAL, "30s");
+    long millis = conf.getTimeAsMs(ConfigKeys.LISTER_POLLING_INTERVAL, ConfigKeys.LISTER_POLLING_INTERVAL_DEFAULT);
     return Math.max(millis, 1);
-  }
-
-  static Map<String, String> toMap(SparkConf conf) {
-    Map<String, String> map = new HashMap<>();
-    for (Tuple2<String, String> entry : conf.getAll()) {
-      map.put(entry._1(), entry._2());
-    }
-    return map;
   }
 
   /** Starts both sources: the informer source first, so its informer is the shared one. */
@@ -50,7 +40,12 @@ public final class NativeSnapshotSources {
     try {
       listerSource.start(applicationId);
     } catch (RuntimeException e) {
-      informerSource.stop();
+      // The caller gets the lister's failure; one of stopping the informer source rides along with it.
+      try {
+        informerSource.stop();
+      } catch (RuntimeException stopFailure) {
+        e.addSuppressed(stopFailure);
+      }
       throw e;
     }
   }
@@ -64,7 +59,7 @@ public final class NativeSnapshotSources {
   }
 
   /** The running native informer (for health and metrics), or null. */
-  public org.sparkk8snative.NativeInformer informer() {
+  public NativeInformer informer() {
     return shared.current();
   }
 
@@ -73,7 +68,10 @@ public final class NativeSnapshotSources {
       return;
     }
     stopped = true;
-    listerSource.stop();
-    informerSource.stop();
+    try {
+      listerSource.stop();
+    } finally {
+      informerSource.stop();
+    }
   }
 }

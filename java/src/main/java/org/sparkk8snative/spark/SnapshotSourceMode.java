@@ -1,5 +1,12 @@
 package org.sparkk8snative.spark;
 
+import static org.sparkk8snative.ConfigKeys.ENABLE_API_POLLING;
+import static org.sparkk8snative.ConfigKeys.ENABLE_API_POLLING_DEFAULT;
+import static org.sparkk8snative.ConfigKeys.ENABLE_API_WATCHER;
+import static org.sparkk8snative.ConfigKeys.ENABLE_API_WATCHER_DEFAULT;
+import static org.sparkk8snative.ConfigKeys.ENABLE_INFORMER;
+import static org.sparkk8snative.ConfigKeys.ENABLE_INFORMER_DEFAULT;
+
 import org.apache.spark.SparkConf;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -13,18 +20,17 @@ public enum SnapshotSourceMode {
   LEGACY,
   NATIVE;
 
-  /** SPARK-33737's switch. */
-  public static final String ENABLE_INFORMER = "spark.kubernetes.executor.enableInformer";
-  /** Spark's internal switch of its watch source (read in that source's constructor). */
-  public static final String ENABLE_API_WATCHER = "spark.kubernetes.executor.enableApiWatcher";
-  /** Spark's internal switch of its polling source (read in that source's constructor). */
-  public static final String ENABLE_API_POLLING = "spark.kubernetes.executor.enableApiPolling";
-
   private static final Logger LOG = LoggerFactory.getLogger(SnapshotSourceMode.class);
+
+  /** Spark's internal switches of its watch and polling sources, each read in its source's constructor. */
+  private static final String[][] LEGACY_SWITCHES = {
+    {ENABLE_API_WATCHER, ENABLE_API_WATCHER_DEFAULT},
+    {ENABLE_API_POLLING, ENABLE_API_POLLING_DEFAULT},
+  };
 
   /** The mode the configuration asks for. */
   public static SnapshotSourceMode select(SparkConf conf) {
-    return conf.getBoolean(ENABLE_INFORMER, false) ? NATIVE : LEGACY;
+    return SparkConfValues.flag(conf, ENABLE_INFORMER, ENABLE_INFORMER_DEFAULT) ? NATIVE : LEGACY;
   }
 
   /**
@@ -35,11 +41,13 @@ public enum SnapshotSourceMode {
   public static SnapshotSourceMode apply(SparkConf conf) {
     SnapshotSourceMode mode = select(conf);
     if (mode == NATIVE) {
-      for (String legacy : new String[] {ENABLE_API_WATCHER, ENABLE_API_POLLING}) {
-        if (conf.getBoolean(legacy, false)) {
-          LOG.warn("{}=true is overridden: {}=true replaces Spark's watch and polling sources", legacy, ENABLE_INFORMER);
+      for (String[] legacySwitch : LEGACY_SWITCHES) {
+        String key = legacySwitch[0];
+        // Both switches default to true: only a user who asked for the legacy source is told it is overridden.
+        if (conf.contains(key) && SparkConfValues.flag(conf, key, legacySwitch[1])) {
+          LOG.warn("{}=true is overridden: {}=true replaces Spark's watch and polling sources", key, ENABLE_INFORMER);
         }
-        conf.set(legacy, "false");
+        conf.set(key, Boolean.toString(false));
       }
     }
     return mode;

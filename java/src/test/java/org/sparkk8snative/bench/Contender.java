@@ -78,7 +78,7 @@ interface Contender {
     Fabric8Informer(SparkConf conf, KubernetesClient client, ExecutorPodsSnapshotsStore store) {
       this.client = client;
       this.store = store;
-      this.listerIntervalMillis = conf.getTimeAsMs(NativeSnapshotSources.LISTER_POLLING_INTERVAL, "30s");
+      this.listerIntervalMillis = conf.getTimeAsMs(org.sparkk8snative.ConfigKeys.LISTER_POLLING_INTERVAL, org.sparkk8snative.ConfigKeys.LISTER_POLLING_INTERVAL_DEFAULT);
     }
 
     @Override

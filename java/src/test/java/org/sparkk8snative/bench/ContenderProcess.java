@@ -145,7 +145,7 @@ public final class ContenderProcess {
    * (which decodes every pod) and after the JIT has settled; median and best of the rest.
    */
   private void measureListerRounds(SparkConf conf, int size) throws InterruptedException {
-    SparkConf fast = conf.clone().set(org.sparkk8snative.spark.NativeSnapshotSources.LISTER_POLLING_INTERVAL, "200ms");
+    SparkConf fast = conf.clone().set(org.sparkk8snative.ConfigKeys.LISTER_POLLING_INTERVAL, "200ms");
     MeasuringStore store = new MeasuringStore(size);
     Contender c = Contender.create("native", fast, null, store);
     c.start(BenchmarkPlan.appId(size));

@@ -9,7 +9,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.sparkk8snative.TestPlane;
 
-/** Review comments 1 and 2: start never blocks on, nor dies of, an apiserver that is down. */
+/** Start never blocks on, nor dies of, an apiserver that is down: snapshots flow once it is up. */
 class ApiserverDownAtStartTest {
   private final TestPlane plane = TestPlane.get();
 

@@ -1,6 +1,7 @@
 package org.sparkk8snative.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -17,6 +18,7 @@ import org.apache.spark.deploy.k8s.KubernetesConf$;
 import org.apache.spark.deploy.k8s.KubernetesExecutorConf;
 import org.apache.spark.deploy.k8s.SparkPod;
 import org.junit.jupiter.api.Test;
+import org.sparkk8snative.ConfigKeys;
 import org.sparkk8snative.ExecutorServiceNames;
 
 /** The executor side of executor Services: what the feature step does to Spark's executor pod. */
@@ -32,6 +34,17 @@ class ExecutorServiceFeatureStepTest {
     return new SparkPod(pod, container);
   }
 
+  /**
+   * A driver's conf with Services on, as the native side accepts it (a k8s master: nothing is
+   * contacted), except for the block manager port.
+   */
+  private static SparkConf servicesOn() {
+    return new SparkConf(false)
+        .set(ConfigKeys.MASTER, "k8s://https://127.0.0.1:6443")
+        .set(ConfigKeys.DRIVER_POD_NAME, "spark-feature-driver")
+        .set(ConfigKeys.ENABLE_SERVICE, "true");
+  }
+
   private static SparkPod configure(SparkConf conf) {
     KubernetesExecutorConf executorConf =
         KubernetesConf$.MODULE$.createExecutorConf(conf, "7", "spark-feature-app", scala.Option.empty(), 0);
@@ -42,10 +55,7 @@ class ExecutorServiceFeatureStepTest {
 
   @Test
   void theExecutorAdvertisesItsServiceNameAndBindsThroughThePodHostname() {
-    SparkConf conf = new SparkConf(false)
-        .set("spark.kubernetes.executor.enableService", "true")
-        .set("spark.blockManager.port", "7079");
-    SparkPod pod = configure(conf);
+    SparkPod pod = configure(servicesOn().set(ConfigKeys.BLOCK_MANAGER_PORT, "7079"));
     String name = ExecutorServiceNames.serviceName("spark-feature-app", "7");
     assertEquals("svc-spark-feature-app-exec-7", name);
     assertEquals(name, pod.pod().getSpec().getHostname());
@@ -68,26 +78,41 @@ class ExecutorServiceFeatureStepTest {
 
   @Test
   void withoutTheBlockManagerPortDriverStartUpFailsNamingIt() {
-    for (String port : new String[] {null, "0", "70000", "random"}) {
-      SparkConf conf = new SparkConf(false).set("spark.kubernetes.executor.enableService", "true");
+    for (String port : new String[] {null, "", "0", "70000", "random"}) {
+      SparkConf conf = servicesOn();
       if (port != null) {
-        conf.set("spark.blockManager.port", port);
+        conf.set(ConfigKeys.BLOCK_MANAGER_PORT, port);
       }
-      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-          () -> NativeExecutorPodsAllocator.enableExecutorServices(conf));
-      assertTrue(e.getMessage().startsWith("spark.blockManager.port"), e.getMessage());
+      IllegalArgumentException e =
+          assertThrows(IllegalArgumentException.class, () -> ExecutorServicesConf.prepareDriver(conf));
+      // The native parser's message: the key, the value, and why it is needed.
+      assertTrue(e.getMessage().startsWith(ConfigKeys.BLOCK_MANAGER_PORT + "="), e.getMessage());
+      assertTrue(e.getMessage().contains("required when " + ConfigKeys.ENABLE_SERVICE + "=true"), e.getMessage());
+      assertFalse(conf.contains(ConfigKeys.EXECUTOR_FEATURE_STEPS), "no step is added to a conf that fails");
     }
   }
 
   @Test
+  void withoutTheBlockManagerPortNoExecutorPodIsBuilt() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> configure(servicesOn()));
+    assertTrue(e.getMessage().startsWith(ConfigKeys.BLOCK_MANAGER_PORT + "="), e.getMessage());
+  }
+
+  @Test
   void theAllocatorAddsTheStepOnce() {
-    SparkConf conf = new SparkConf(false)
-        .set("spark.kubernetes.executor.enableService", "true")
-        .set("spark.blockManager.port", "7079")
-        .set("spark.kubernetes.executor.pod.featureSteps", "com.example.Step");
-    NativeExecutorPodsAllocator.enableExecutorServices(conf);
-    NativeExecutorPodsAllocator.enableExecutorServices(conf);
+    SparkConf conf = servicesOn()
+        .set(ConfigKeys.BLOCK_MANAGER_PORT, "7079")
+        .set(ConfigKeys.EXECUTOR_FEATURE_STEPS, "com.example.Step");
+    ExecutorServicesConf.prepareDriver(conf);
+    ExecutorServicesConf.prepareDriver(conf);
     assertEquals("com.example.Step," + ExecutorServiceFeatureStep.class.getName(),
-        conf.get("spark.kubernetes.executor.pod.featureSteps"));
+        conf.get(ConfigKeys.EXECUTOR_FEATURE_STEPS));
+  }
+
+  @Test
+  void withServicesOffTheDriverConfIsUntouched() {
+    SparkConf conf = new SparkConf(false).set(ConfigKeys.EXECUTOR_FEATURE_STEPS, "com.example.Step");
+    ExecutorServicesConf.prepareDriver(conf); // no port, no master: nothing is checked either
+    assertEquals("com.example.Step", conf.get(ConfigKeys.EXECUTOR_FEATURE_STEPS));
   }
 }

@@ -11,8 +11,8 @@ import org.junit.jupiter.api.Test;
 import org.sparkk8snative.TestPlane;
 
 /**
- * Review comment 3, and its stale twin: a replaceSnapshot from an unsynced or stale cache would
- * make Spark remove healthy executors, so none may happen.
+ * A replaceSnapshot from an unsynced or from a stale cache would make Spark remove healthy
+ * executors, so none may happen.
  */
 class ListerNeverSnapshotsAnUnsyncedOrStaleCacheTest {
   private final TestPlane plane = TestPlane.get();

@@ -8,8 +8,9 @@ import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.SparkConf;
 import org.junit.jupiter.api.Test;
+import org.sparkk8snative.ConfigKeys;
 
-/** Review comment 5: which pair of sources each combination of flags selects. */
+/** Which pair of sources each combination of flags selects, and what that does to Spark's own switches. */
 class SnapshotSourceModeTest {
   private static final String[] TRI = {null, "true", "false"};
 
@@ -20,21 +21,21 @@ class SnapshotSourceModeTest {
       for (String watcher : TRI) {
         for (String polling : TRI) {
           SparkConf conf = new SparkConf(false);
-          set(conf, SnapshotSourceMode.ENABLE_INFORMER, informer);
-          set(conf, SnapshotSourceMode.ENABLE_API_WATCHER, watcher);
-          set(conf, SnapshotSourceMode.ENABLE_API_POLLING, polling);
+          set(conf, ConfigKeys.ENABLE_INFORMER, informer);
+          set(conf, ConfigKeys.ENABLE_API_WATCHER, watcher);
+          set(conf, ConfigKeys.ENABLE_API_POLLING, polling);
           SnapshotSourceMode mode = SnapshotSourceMode.apply(conf);
           String label = informer + "/" + watcher + "/" + polling;
           if ("true".equals(informer)) {
             assertEquals(SnapshotSourceMode.NATIVE, mode, label);
             // The legacy pair is off, whatever was asked: the two pairs never run together.
-            assertFalse(conf.getBoolean(SnapshotSourceMode.ENABLE_API_WATCHER, true), label);
-            assertFalse(conf.getBoolean(SnapshotSourceMode.ENABLE_API_POLLING, true), label);
+            assertFalse(conf.getBoolean(ConfigKeys.ENABLE_API_WATCHER, true), label);
+            assertFalse(conf.getBoolean(ConfigKeys.ENABLE_API_POLLING, true), label);
           } else {
             assertEquals(SnapshotSourceMode.LEGACY, mode, label);
             // Legacy mode leaves Spark's own switches exactly as they were.
-            assertEquals(watcher, conf.getOption(SnapshotSourceMode.ENABLE_API_WATCHER).getOrElse(() -> null), label);
-            assertEquals(polling, conf.getOption(SnapshotSourceMode.ENABLE_API_POLLING).getOrElse(() -> null), label);
+            assertEquals(watcher, conf.getOption(ConfigKeys.ENABLE_API_WATCHER).getOrElse(() -> null), label);
+            assertEquals(polling, conf.getOption(ConfigKeys.ENABLE_API_POLLING).getOrElse(() -> null), label);
           }
           checked.add(label);
         }
@@ -45,7 +46,7 @@ class SnapshotSourceModeTest {
 
   @Test
   void aMalformedSwitchIsAnError() {
-    SparkConf conf = new SparkConf(false).set(SnapshotSourceMode.ENABLE_INFORMER, "yes please");
+    SparkConf conf = new SparkConf(false).set(ConfigKeys.ENABLE_INFORMER, "yes please");
     assertThrows(IllegalArgumentException.class, () -> SnapshotSourceMode.apply(conf));
   }
 

@@ -1,0 +1,54 @@
+package org.sparkk8snative.spark;
+
+import org.apache.spark.SparkContext;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerApplicationEnd;
+import org.apache.spark.scheduler.SparkListenerApplicationStart;
+import org.apache.spark.scheduler.cluster.k8s.KubernetesClusterSchedulerBackend;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs the native parts' callbacks at the driver's milestones: when the application starts (it has
+ * its id then, which Spark names metrics sources after), and when it ends or the JVM exits. The end
+ * matters because Spark calls the allocator's {@code stop} only when {@code
+ * spark.kubernetes.executor.deleteOnTermination} is true.
+ */
+final class DriverLifecycle {
+  private static final Logger LOG = LoggerFactory.getLogger(DriverLifecycle.class);
+
+  private DriverLifecycle() {}
+
+  /**
+   * Follows the driver of {@code backend}: {@code onApplicationStart} runs when the application
+   * starts (at once if the SparkContext cannot be reached), {@code onEnd} when it ends and at JVM
+   * exit (so it must be idempotent). A callback's failure is logged.
+   */
+  static void follow(KubernetesClusterSchedulerBackend backend, Runnable onApplicationStart, Runnable onEnd) {
+    SparkContext context = SparkInternals.sparkContextOf(backend);
+    if (context != null) {
+      context.addSparkListener(new SparkListener() {
+        @Override
+        public void onApplicationStart(SparkListenerApplicationStart start) {
+          run("application start", onApplicationStart);
+        }
+
+        @Override
+        public void onApplicationEnd(SparkListenerApplicationEnd end) {
+          run("application end", onEnd);
+        }
+      });
+    } else {
+      run("allocator start, for want of the SparkContext", onApplicationStart);
+    }
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> run("JVM exit", onEnd), "spark-k8s-native-shutdown"));
+  }
+
+  private static void run(String milestone, Runnable callback) {
+    try {
+      callback.run();
+    } catch (RuntimeException e) {
+      LOG.warn("The native parts failed to follow the driver at {}", milestone, e);
+    }
+  }
+}

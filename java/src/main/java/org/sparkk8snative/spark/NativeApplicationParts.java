@@ -1,0 +1,95 @@
+package org.sparkk8snative.spark;
+
+import org.apache.spark.SparkConf;
+import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.sparkk8snative.NativeLibrary;
+
+/**
+ * What the allocator runs beside Spark's own allocation for one application, as the mode asks:
+ * the native snapshot sources and their metrics (informer on), or the executor Services (informer
+ * off, Services on). Stopped once, by whichever comes first of the allocator's stop, the
+ * application's end and JVM exit.
+ */
+final class NativeApplicationParts {
+  private static final Logger LOG = LoggerFactory.getLogger(NativeApplicationParts.class);
+
+  private final String applicationId;
+  /** With the informer on: the sources and their metrics; otherwise null. */
+  private final NativeSnapshotSources sources;
+  private final NativeMetricsRegistration metrics;
+  /** With the informer off and Services on; otherwise null. */
+  private final ExecutorServicesWithoutInformer servicesWithoutInformer;
+  private boolean stopped;
+
+  private NativeApplicationParts(String applicationId, NativeSnapshotSources sources,
+      ExecutorServicesWithoutInformer servicesWithoutInformer) {
+    this.applicationId = applicationId;
+    this.sources = sources;
+    this.metrics = sources == null ? null : new NativeMetricsRegistration(sources);
+    this.servicesWithoutInformer = servicesWithoutInformer;
+  }
+
+  /**
+   * Starts what {@code mode} and the conf ask for; null when that is nothing, and the allocator is
+   * then exactly Spark's.
+   *
+   * @throws IllegalArgumentException naming a key the native side cannot use
+   */
+  static NativeApplicationParts start(SnapshotSourceMode mode, SparkConf conf, ExecutorPodsSnapshotsStore store,
+      String applicationId) {
+    if (mode == SnapshotSourceMode.NATIVE) {
+      NativeSnapshotSources sources = NativeSnapshotSources.create(conf, store);
+      sources.start(applicationId);
+      LOG.info("Executor pods of {} are tracked by the native informer and lister ({}): Spark's watch and "
+              + "polling sources are off; snapshots every {} ms from the local cache",
+          applicationId, NativeLibrary.nativeVersion(), NativeSnapshotSources.listerIntervalMillis(conf));
+      return new NativeApplicationParts(applicationId, sources, null);
+    }
+    if (ExecutorServicesConf.enabled(conf)) {
+      ExecutorServicesWithoutInformer services = ExecutorServicesWithoutInformer.create(conf, applicationId);
+      return new NativeApplicationParts(applicationId, null, services);
+    }
+    return null;
+  }
+
+  /** The application has its id: the metrics source, named after it, can be registered. */
+  void applicationStarted() {
+    if (metrics != null) {
+      metrics.register();
+    }
+  }
+
+  /** The Services to ensure for the executors the allocator requests, or null when the informer sees to them. */
+  ExecutorServicesWithoutInformer servicesWithoutInformer() {
+    return servicesWithoutInformer;
+  }
+
+  /** Stops every part, each whatever became of the others; idempotent. */
+  void stop() {
+    synchronized (this) {
+      if (stopped) {
+        return;
+      }
+      stopped = true;
+    }
+    if (servicesWithoutInformer != null) {
+      try {
+        servicesWithoutInformer.close();
+      } catch (RuntimeException e) {
+        LOG.warn("Could not close the executor Services of {}", applicationId, e);
+      }
+    }
+    if (sources != null) {
+      try {
+        sources.stop();
+        LOG.info("Native executor pod informer and lister of {} stopped", applicationId);
+      } catch (RuntimeException e) {
+        LOG.warn("Could not stop the native informer and lister of {}", applicationId, e);
+      } finally {
+        metrics.remove();
+      }
+    }
+  }
+}

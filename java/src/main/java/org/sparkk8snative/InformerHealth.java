@@ -16,12 +16,19 @@ public final class InformerHealth {
   private final State state;
   private final boolean hasSynced;
   private final int consecutiveFailures;
+
   /** In the frame's order: see {@code src/wire.rs}. */
   private final long[] counters;
+
   private final String phase;
   private final String description;
 
-  InformerHealth(State state, boolean hasSynced, int consecutiveFailures, long[] counters, String phase,
+  InformerHealth(
+      State state,
+      boolean hasSynced,
+      int consecutiveFailures,
+      long[] counters,
+      String phase,
       String description) {
     this.state = state;
     this.hasSynced = hasSynced;
@@ -87,12 +94,18 @@ public final class InformerHealth {
     return counters[9];
   }
 
-  /** What the informer does now: {@code initial list}, {@code watching}, {@code relisting after 410 Gone}, ... */
+  /**
+   * What the informer does now: {@code initial list}, {@code watching}, {@code relisting after 410
+   * Gone}, ...
+   */
   public String phase() {
     return phase;
   }
 
-  /** In words, e.g. {@code Degraded (3 consecutive failures; last: ...) (watching); 12 pods cached; ...}. */
+  /**
+   * In words, e.g. {@code Degraded (3 consecutive failures; last: ...) (watching); 12 pods cached;
+   * ...}.
+   */
   public String description() {
     return description;
   }

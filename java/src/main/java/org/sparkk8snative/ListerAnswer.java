@@ -12,9 +12,14 @@ public sealed interface ListerAnswer {
    */
   record Ready(List<PodBatch.Entry> entries, long view, int frameBytes) implements ListerAnswer {}
 
-  /** The cache is exactly as the caller's previous snapshot showed it: hand that one to Spark again. */
+  /**
+   * The cache is exactly as the caller's previous snapshot showed it: hand that one to Spark again.
+   */
   record Unchanged(long view) implements ListerAnswer {}
 
-  /** No full snapshot may be taken now (the cache is unsynced, stale or relisting after a stale spell). */
+  /**
+   * No full snapshot may be taken now (the cache is unsynced, stale or relisting after a stale
+   * spell).
+   */
   record NotReady(String reason) implements ListerAnswer {}
 }

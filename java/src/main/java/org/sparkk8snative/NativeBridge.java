@@ -1,9 +1,9 @@
 package org.sparkk8snative;
 
 /**
- * Every native method of the library, in one place. Each converts and delegates to the Rust
- * core; errors come back as {@link IllegalArgumentException} (a bad argument or setting, named),
- * {@link IllegalStateException} (misuse: a closed handle, a second start) or {@link
+ * Every native method of the library, in one place. Each converts and delegates to the Rust core;
+ * errors come back as {@link IllegalArgumentException} (a bad argument or setting, named), {@link
+ * IllegalStateException} (misuse: a closed handle, a second start) or {@link
  * SparkK8sNativeException}. Handles are ids, so a stale handle is an exception, never a crash.
  */
 final class NativeBridge {
@@ -62,6 +62,8 @@ final class NativeBridge {
 
   static native void closeServices(long handle);
 
-  /** The name of an executor's Service: {@code svc-<appId>-exec-<execId>}, a valid DNS-1035 label. */
+  /**
+   * The name of an executor's Service: {@code svc-<appId>-exec-<execId>}, a valid DNS-1035 label.
+   */
   static native String executorServiceName(String applicationId, String executorId);
 }

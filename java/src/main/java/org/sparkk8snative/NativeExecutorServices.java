@@ -31,19 +31,21 @@ public final class NativeExecutorServices implements AutoCloseable {
   }
 
   /**
-   * @throws IllegalArgumentException naming the key when spark.kubernetes.executor.enableService
-   *     is off or spark.blockManager.port or spark.kubernetes.driver.pod.name is missing
+   * @throws IllegalArgumentException naming the key when spark.kubernetes.executor.enableService is
+   *     off or spark.blockManager.port or spark.kubernetes.driver.pod.name is missing
    */
   public static NativeExecutorServices create(Map<String, String> sparkConf, String applicationId) {
     String[] flat = NativeBridge.flatten(sparkConf);
     NativeLogBridge.ensureStarted();
-    return new NativeExecutorServices(NativeBridge.createServices(flat, applicationId), applicationId);
+    return new NativeExecutorServices(
+        NativeBridge.createServices(flat, applicationId), applicationId);
   }
 
   /**
    * Ensures the Service of each executor; returns how many were created or repaired.
    *
-   * @throws SparkK8sNativeException with the HTTP status of the first failure (after all were tried)
+   * @throws SparkK8sNativeException with the HTTP status of the first failure (after all were
+   *     tried)
    */
   public int ensure(Collection<String> executorIds) {
     return NativeBridge.ensureServices(handle, executorIds.toArray(new String[0]));
@@ -63,8 +65,8 @@ public final class NativeExecutorServices implements AutoCloseable {
 
   /**
    * Releases the handle, on {@link #close()} or when the instance is collected unclosed. Must not
-   * reference the NativeExecutorServices, or it would never be collected; it shares only the
-   * closed flag, which tells the two cases apart.
+   * reference the NativeExecutorServices, or it would never be collected; it shares only the closed
+   * flag, which tells the two cases apart.
    */
   private static final class Release implements Runnable {
     private final long handle;
@@ -83,9 +85,12 @@ public final class NativeExecutorServices implements AutoCloseable {
         NativeBridge.closeServices(handle); // close(): a failure goes to its caller
         return;
       }
-      // Collected unclosed: this runs on the Cleaner's thread, which would drop an exception unseen.
-      LOG.warn("The executor Services of {} were not closed: releasing their native handle as they are "
-          + "garbage-collected", applicationId);
+      // Collected unclosed: this runs on the Cleaner's thread, which would drop an exception
+      // unseen.
+      LOG.warn(
+          "The executor Services of {} were not closed: releasing their native handle as they are "
+              + "garbage-collected",
+          applicationId);
       try {
         NativeBridge.closeServices(handle);
       } catch (RuntimeException e) {

@@ -7,8 +7,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A native executor-pod informer: one list, then one long-lived watch of an app's executor pods,
- * kept in a native cache. {@link #start()} returns at once and never fails because the apiserver
- * is slow or down; {@link #health()} says how it is doing.
+ * kept in a native cache. {@link #start()} returns at once and never fails because the apiserver is
+ * slow or down; {@link #health()} says how it is doing.
  *
  * <p>Thread-safe. Closing twice is harmless; any other call after {@link #close()} throws {@link
  * IllegalStateException}. A {@link Cleaner} closes a forgotten informer when it is collected.

@@ -14,14 +14,14 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * Finds and loads {@code libspark_k8s_native.so}, once per JVM, the way zstd-jni and lz4-java
- * do: an explicit path first, then {@code java.library.path}, then the copy bundled in this jar
- * for the current os and arch, extracted to a temporary directory under a name that carries its
- * content hash (so two versions never clash and a stale copy is never reused).
+ * Finds and loads {@code libspark_k8s_native.so}, once per JVM, the way zstd-jni and lz4-java do:
+ * an explicit path first, then {@code java.library.path}, then the copy bundled in this jar for the
+ * current os and arch, extracted to a temporary directory under a name that carries its content
+ * hash (so two versions never clash and a stale copy is never reused).
  *
- * <p>A native library can be loaded by only one class loader per JVM: keep this jar on the
- * driver's system classpath ({@code spark.driver.extraClassPath} or {@code --jars} in client
- * mode), not in several isolated class loaders.
+ * <p>A native library can be loaded by only one class loader per JVM: keep this jar on the driver's
+ * system classpath ({@code spark.driver.extraClassPath} or {@code --jars} in client mode), not in
+ * several isolated class loaders.
  */
 public final class NativeLibrary {
 
@@ -55,8 +55,14 @@ public final class NativeLibrary {
       String from = locateAndLoad(tried);
       int speaks = wireVersion();
       if (speaks != Wire.VERSION) {
-        throw new UnsatisfiedLinkError("spark-k8s-native: the native library at " + from + " speaks wire format "
-            + speaks + ", this jar " + Wire.VERSION + ": use the library built with this jar");
+        throw new UnsatisfiedLinkError(
+            "spark-k8s-native: the native library at "
+                + from
+                + " speaks wire format "
+                + speaks
+                + ", this jar "
+                + Wire.VERSION
+                + ": use the library built with this jar");
       }
       loadedFrom = from;
     } catch (UnsatisfiedLinkError e) {
@@ -74,7 +80,8 @@ public final class NativeLibrary {
   public static String platform() {
     String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
     String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
-    String osPart = os.contains("linux") ? "linux" : os.contains("mac") ? "darwin" : os.replace(' ', '_');
+    String osPart =
+        os.contains("linux") ? "linux" : os.contains("mac") ? "darwin" : os.replace(' ', '_');
     String archPart =
         switch (arch) {
           case "amd64", "x86_64" -> "x86_64";
@@ -113,10 +120,12 @@ public final class NativeLibrary {
       System.loadLibrary(LIBRARY_NAME);
       return "java.library.path";
     } catch (UnsatisfiedLinkError e) {
-      tried.add("java.library.path (" + System.getProperty("java.library.path") + "): " + e.getMessage());
+      tried.add(
+          "java.library.path (" + System.getProperty("java.library.path") + "): " + e.getMessage());
     }
 
-    String resource = "/org/sparkk8snative/native/" + platform() + "/" + System.mapLibraryName(LIBRARY_NAME);
+    String resource =
+        "/org/sparkk8snative/native/" + platform() + "/" + System.mapLibraryName(LIBRARY_NAME);
     try (InputStream in = NativeLibrary.class.getResourceAsStream(resource)) {
       if (in == null) {
         tried.add("bundled " + resource + ": not in this jar (no build for " + platform() + ")");
@@ -126,20 +135,32 @@ public final class NativeLibrary {
           System.load(file.toString());
           return "jar:" + resource + " -> " + file;
         } catch (UnsatisfiedLinkError e) {
-          tried.add("bundled " + resource + " extracted to " + file + ": " + e.getMessage()
-              + (e.getMessage() != null && e.getMessage().contains("failed to map segment")
-                  ? " (is the directory mounted noexec? set -D" + EXTRACT_DIR_PROPERTY + ")"
-                  : ""));
+          tried.add(
+              "bundled "
+                  + resource
+                  + " extracted to "
+                  + file
+                  + ": "
+                  + e.getMessage()
+                  + (e.getMessage() != null && e.getMessage().contains("failed to map segment")
+                      ? " (is the directory mounted noexec? set -D" + EXTRACT_DIR_PROPERTY + ")"
+                      : ""));
         }
       }
     } catch (IOException e) {
       tried.add("bundled " + resource + ": could not extract: " + e);
     }
     throw linkError(
-        "spark-k8s-native: could not load the native library for " + platform() + ". Tried:\n  - "
+        "spark-k8s-native: could not load the native library for "
+            + platform()
+            + ". Tried:\n  - "
             + String.join("\n  - ", tried)
             + "\nBuild it with `cargo build --release` and put its directory on java.library.path,"
-            + " or set -D" + PATH_PROPERTY + "=/path/to/" + System.mapLibraryName(LIBRARY_NAME) + ".",
+            + " or set -D"
+            + PATH_PROPERTY
+            + "=/path/to/"
+            + System.mapLibraryName(LIBRARY_NAME)
+            + ".",
         null);
   }
 

@@ -6,10 +6,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Forwards the native library's log records to slf4j (the driver's log4j log), from one daemon
- * thread that pulls them: native threads never call into the JVM. A record from Rust module
- * {@code spark_k8s_native::informer} is logged by logger {@code
- * org.sparkk8snative.native.spark_k8s_native.informer}, at the same level. The native level
- * follows the level of logger {@code org.sparkk8snative.native}.
+ * thread that pulls them: native threads never call into the JVM. A record from Rust module {@code
+ * spark_k8s_native::informer} is logged by logger {@code
+ * org.sparkk8snative.native.spark_k8s_native.informer}, at the same level. The native level follows
+ * the level of logger {@code org.sparkk8snative.native}.
  */
 public final class NativeLogBridge {
   /** Parent of every native logger; its level is the native level. */
@@ -58,7 +58,8 @@ public final class NativeLogBridge {
   }
 
   static Logger loggerFor(String rustTarget) {
-    return LOGGERS.computeIfAbsent(rustTarget, t -> LoggerFactory.getLogger(LOGGER_PREFIX + "." + t.replace("::", ".")));
+    return LOGGERS.computeIfAbsent(
+        rustTarget, t -> LoggerFactory.getLogger(LOGGER_PREFIX + "." + t.replace("::", ".")));
   }
 
   private static void log(int level, String target, String message) {

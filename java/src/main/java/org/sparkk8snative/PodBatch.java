@@ -10,8 +10,10 @@ import java.io.InputStream;
 public final class PodBatch {
   /** A changed pod. */
   public static final byte APPLIED = 0;
+
   /** A deleted pod. */
   public static final byte DELETED = 1;
+
   /** In a lister snapshot: the caller holds this generation of the pod; no JSON. */
   public static final byte UNCHANGED = 2;
 
@@ -48,10 +50,13 @@ public final class PodBatch {
       return name;
     }
 
-    /** The pod as JSON (the Kubernetes wire format); not available for {@link #UNCHANGED} entries. */
+    /**
+     * The pod as JSON (the Kubernetes wire format); not available for {@link #UNCHANGED} entries.
+     */
     public InputStream json() {
       if (kind == UNCHANGED) {
-        throw new IllegalStateException("pod " + name + " is unchanged: the snapshot carries no JSON for it");
+        throw new IllegalStateException(
+            "pod " + name + " is unchanged: the snapshot carries no JSON for it");
       }
       return new ByteArrayInputStream(buffer, jsonOffset, jsonLength);
     }

@@ -24,49 +24,59 @@ final class Wire {
 
   /** A CHANGES frame: pod changes for Spark's updatePod. */
   static List<PodBatch.Entry> changes(byte[] frame) {
-    return decode(frame, in -> {
-      expect(in, TAG_CHANGES);
-      return entries(in, frame);
-    });
+    return decode(
+        frame,
+        in -> {
+          expect(in, TAG_CHANGES);
+          return entries(in, frame);
+        });
   }
 
   /** A SNAPSHOT, UNCHANGED or NOT_READY frame: the lister's answer. */
   static ListerAnswer listerAnswer(byte[] frame) {
-    return decode(frame, in -> {
-      byte tag = in.get();
-      switch (tag) {
-        case TAG_SNAPSHOT: {
-          long view = in.getLong();
-          return new ListerAnswer.Ready(entries(in, frame), view, frame.length);
-        }
-        case TAG_UNCHANGED:
-          return new ListerAnswer.Unchanged(in.getLong());
-        case TAG_NOT_READY: {
-          String reason = new String(frame, in.position(), in.remaining(), StandardCharsets.UTF_8);
-          in.position(in.limit());
-          return new ListerAnswer.NotReady(reason);
-        }
-        default:
-          throw new IllegalArgumentException("not a lister answer: tag " + tag);
-      }
-    });
+    return decode(
+        frame,
+        in -> {
+          byte tag = in.get();
+          switch (tag) {
+            case TAG_SNAPSHOT:
+              {
+                long view = in.getLong();
+                return new ListerAnswer.Ready(entries(in, frame), view, frame.length);
+              }
+            case TAG_UNCHANGED:
+              return new ListerAnswer.Unchanged(in.getLong());
+            case TAG_NOT_READY:
+              {
+                String reason =
+                    new String(frame, in.position(), in.remaining(), StandardCharsets.UTF_8);
+                in.position(in.limit());
+                return new ListerAnswer.NotReady(reason);
+              }
+            default:
+              throw new IllegalArgumentException("not a lister answer: tag " + tag);
+          }
+        });
   }
 
   /** A HEALTH frame. */
   static InformerHealth health(byte[] frame) {
-    return decode(frame, in -> {
-      expect(in, TAG_HEALTH);
-      InformerHealth.State state = InformerHealth.State.values()[in.get()];
-      boolean hasSynced = in.get() != 0;
-      int consecutiveFailures = in.getInt();
-      long[] counters = new long[10];
-      for (int i = 0; i < counters.length; i++) {
-        counters[i] = in.getLong();
-      }
-      String phase = string(in, frame);
-      String description = string(in, frame);
-      return new InformerHealth(state, hasSynced, consecutiveFailures, counters, phase, description);
-    });
+    return decode(
+        frame,
+        in -> {
+          expect(in, TAG_HEALTH);
+          InformerHealth.State state = InformerHealth.State.values()[in.get()];
+          boolean hasSynced = in.get() != 0;
+          int consecutiveFailures = in.getInt();
+          long[] counters = new long[10];
+          for (int i = 0; i < counters.length; i++) {
+            counters[i] = in.getLong();
+          }
+          String phase = string(in, frame);
+          String description = string(in, frame);
+          return new InformerHealth(
+              state, hasSynced, consecutiveFailures, counters, phase, description);
+        });
   }
 
   private interface Body<T> {
@@ -81,7 +91,8 @@ final class Wire {
     try {
       byte version = in.get();
       if (version != VERSION) {
-        throw new IllegalArgumentException("wire format version " + version + ", expected " + VERSION);
+        throw new IllegalArgumentException(
+            "wire format version " + version + ", expected " + VERSION);
       }
       T decoded = body.read(in);
       if (in.hasRemaining()) {
@@ -89,7 +100,8 @@ final class Wire {
       }
       return decoded;
     } catch (RuntimeException e) {
-      throw new IllegalArgumentException("malformed frame from the native library: " + e.getMessage(), e);
+      throw new IllegalArgumentException(
+          "malformed frame from the native library: " + e.getMessage(), e);
     }
   }
 

@@ -17,18 +17,34 @@ class ApiserverErrorsReachJavaTest {
     TestPlane plane = TestPlane.get();
     String app = TestPlane.uniqueAppId("forbidden");
     String driver = app + "-driver";
-    plane.admin().pods().resource(new PodBuilder()
-        .withNewMetadata().withName(driver).addToLabels("spark-role", "driver").endMetadata()
-        .withNewSpec().addNewContainer().withName("driver").withImage("spark:4.2.0").endContainer().endSpec()
-        .build()).create();
+    plane
+        .admin()
+        .pods()
+        .resource(
+            new PodBuilder()
+                .withNewMetadata()
+                .withName(driver)
+                .addToLabels("spark-role", "driver")
+                .endMetadata()
+                .withNewSpec()
+                .addNewContainer()
+                .withName("driver")
+                .withImage("spark:4.2.0")
+                .endContainer()
+                .endSpec()
+                .build())
+        .create();
     Map<String, String> conf = plane.sparkConf(false);
     // An identity with rights on pods only: every Service write is refused.
-    conf.put("spark.kubernetes.authenticate.oauthTokenFile", plane.var("LOCALPLANE_PODS_ONLY_TOKEN_FILE"));
+    conf.put(
+        "spark.kubernetes.authenticate.oauthTokenFile",
+        plane.var("LOCALPLANE_PODS_ONLY_TOKEN_FILE"));
     conf.put(ConfigKeys.ENABLE_SERVICE, "true");
     conf.put(ConfigKeys.BLOCK_MANAGER_PORT, "7079");
     conf.put(ConfigKeys.DRIVER_POD_NAME, driver);
     try (NativeExecutorServices services = NativeExecutorServices.create(conf, app)) {
-      SparkK8sNativeException e = assertThrows(SparkK8sNativeException.class, () -> services.ensure(List.of("1")));
+      SparkK8sNativeException e =
+          assertThrows(SparkK8sNativeException.class, () -> services.ensure(List.of("1")));
       assertEquals(403, e.httpStatus(), e.getMessage());
       assertEquals("Forbidden", e.reason(), e.getMessage());
       assertTrue(e.getMessage().contains("svc-"), "names the Service: " + e.getMessage());
@@ -41,7 +57,8 @@ class ApiserverErrorsReachJavaTest {
   void aBadSettingIsAnIllegalArgumentNamingTheKey() {
     Map<String, String> conf = TestPlane.get().sparkConf(false);
     conf.put(ConfigKeys.ENABLE_SERVICE, "true");
-    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> NativeSettings.check(conf));
+    IllegalArgumentException e =
+        assertThrows(IllegalArgumentException.class, () -> NativeSettings.check(conf));
     assertTrue(e.getMessage().startsWith(ConfigKeys.BLOCK_MANAGER_PORT), e.getMessage());
   }
 }

@@ -23,11 +23,15 @@ class NativeInformerContractTest {
 
   @Test
   void startTwiceThrowsCloseTwiceIsFineAndAnyCallAfterCloseThrows() {
-    NativeInformer informer = NativeInformer.create(plane.sparkConf(false), TestPlane.uniqueAppId("contract"));
+    NativeInformer informer =
+        NativeInformer.create(plane.sparkConf(false), TestPlane.uniqueAppId("contract"));
     informer.start();
     IllegalStateException twice = assertThrows(IllegalStateException.class, informer::start);
     assertTrue(twice.getMessage().contains("already started"), twice.getMessage());
-    eventually("synced", Duration.ofSeconds(30), () -> informer.health().state() == InformerHealth.State.SYNCED);
+    eventually(
+        "synced",
+        Duration.ofSeconds(30),
+        () -> informer.health().state() == InformerHealth.State.SYNCED);
     assertTrue(informer.listerSnapshot(0) instanceof ListerAnswer.Ready);
     informer.stop();
     informer.stop();
@@ -36,8 +40,13 @@ class NativeInformerContractTest {
     informer.close();
     informer.close();
     assertTrue(informer.isClosed());
-    for (Runnable call : List.<Runnable>of(informer::start, informer::stop, informer::health,
-        () -> informer.pollChanges(1, 1), () -> informer.listerSnapshot(0))) {
+    for (Runnable call :
+        List.<Runnable>of(
+            informer::start,
+            informer::stop,
+            informer::health,
+            () -> informer.pollChanges(1, 1),
+            () -> informer.listerSnapshot(0))) {
       IllegalStateException closed = assertThrows(IllegalStateException.class, call::run);
       assertTrue(closed.getMessage().contains("is closed"), closed.getMessage());
     }
@@ -45,9 +54,11 @@ class NativeInformerContractTest {
 
   @Test
   void closeDuringABlockedPollReturnsPromptly() throws Exception {
-    NativeInformer informer = NativeInformer.create(plane.sparkConf(false), TestPlane.uniqueAppId("blocked"));
+    NativeInformer informer =
+        NativeInformer.create(plane.sparkConf(false), TestPlane.uniqueAppId("blocked"));
     informer.start();
-    CompletableFuture<List<PodBatch.Entry>> poll = CompletableFuture.supplyAsync(() -> informer.pollChanges(10, 60_000));
+    CompletableFuture<List<PodBatch.Entry>> poll =
+        CompletableFuture.supplyAsync(() -> informer.pollChanges(10, 60_000));
     Thread.sleep(300);
     long began = System.nanoTime();
     informer.close();
@@ -60,14 +71,18 @@ class NativeInformerContractTest {
     int before = NativeInformer.openInformers();
     List<CompletableFuture<Void>> all = new java.util.ArrayList<>();
     for (int i = 0; i < 8; i++) {
-      all.add(CompletableFuture.runAsync(() -> {
-        try (NativeInformer informer = NativeInformer.create(plane.sparkConf(false), TestPlane.uniqueAppId("threads"))) {
-          informer.start();
-          informer.health();
-          informer.pollChanges(5, 50);
-          informer.listerSnapshot(0);
-        }
-      }));
+      all.add(
+          CompletableFuture.runAsync(
+              () -> {
+                try (NativeInformer informer =
+                    NativeInformer.create(
+                        plane.sparkConf(false), TestPlane.uniqueAppId("threads"))) {
+                  informer.start();
+                  informer.health();
+                  informer.pollChanges(5, 50);
+                  informer.listerSnapshot(0);
+                }
+              }));
     }
     CompletableFuture.allOf(all.toArray(new CompletableFuture[0])).get(60, TimeUnit.SECONDS);
     assertEquals(before, NativeInformer.openInformers());
@@ -82,64 +97,108 @@ class NativeInformerContractTest {
     Map<String, String[]> cases = new HashMap<>();
     cases.put("spark.master", new String[] {"spark.master", "k8s://not a url"});
     cases.put("spark.master (not k8s)", new String[] {"spark.master", "yarn"});
-    // listerPollingInterval is read by the Java lister source from SparkConf, with Spark's own parser.
-    cases.put("spark.kubernetes.native.informer.initialListTimeout",
+    // listerPollingInterval is read by the Java lister source from SparkConf, with Spark's own
+    // parser.
+    cases.put(
+        "spark.kubernetes.native.informer.initialListTimeout",
         new String[] {"spark.kubernetes.native.informer.initialListTimeout", "-5s"});
-    cases.put("spark.kubernetes.executor.missingPodDetectDelta",
+    cases.put(
+        "spark.kubernetes.executor.missingPodDetectDelta",
         new String[] {"spark.kubernetes.executor.missingPodDetectDelta", "soon"});
-    cases.put("spark.kubernetes.namespace", new String[] {"spark.kubernetes.namespace", "Not_A_Namespace"});
-    cases.put("spark.kubernetes.trust.certificates", new String[] {"spark.kubernetes.trust.certificates", "maybe"});
+    cases.put(
+        "spark.kubernetes.namespace",
+        new String[] {"spark.kubernetes.namespace", "Not_A_Namespace"});
+    cases.put(
+        "spark.kubernetes.trust.certificates",
+        new String[] {"spark.kubernetes.trust.certificates", "maybe"});
     boolean root = "root".equals(System.getProperty("user.name"));
     if (!root) { // root reads any file
-      cases.put("spark.kubernetes.authenticate.oauthTokenFile",
+      cases.put(
+          "spark.kubernetes.authenticate.oauthTokenFile",
           new String[] {"spark.kubernetes.authenticate.oauthTokenFile", unreadable.toString()});
     }
-    cases.put("spark.kubernetes.authenticate.oauthTokenFile (missing)",
+    cases.put(
+        "spark.kubernetes.authenticate.oauthTokenFile (missing)",
         new String[] {"spark.kubernetes.authenticate.oauthTokenFile", "/nonexistent/token"});
-    cases.put("spark.kubernetes.authenticate.caCertFile",
+    cases.put(
+        "spark.kubernetes.authenticate.caCertFile",
         new String[] {"spark.kubernetes.authenticate.caCertFile", "/nonexistent/ca.crt"});
     for (Map.Entry<String, String[]> c : cases.entrySet()) {
       Map<String, String> conf = plane.sparkConf(false);
       conf.put(c.getValue()[0], c.getValue()[1]);
-      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-          () -> NativeInformer.create(conf, "spark-app"), c.getKey());
+      IllegalArgumentException e =
+          assertThrows(
+              IllegalArgumentException.class,
+              () -> NativeInformer.create(conf, "spark-app"),
+              c.getKey());
       assertTrue(e.getMessage().startsWith(c.getValue()[0]), c.getKey() + " -> " + e.getMessage());
     }
 
     Map<String, String> both = plane.sparkConf(false);
     both.put("spark.kubernetes.authenticate.oauthTokenFile", token.toString());
     both.put("spark.kubernetes.authenticate.oauthToken", "secret-token-value");
-    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> NativeInformer.create(both, "spark-app"));
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class, () -> NativeInformer.create(both, "spark-app"));
     assertTrue(e.getMessage().contains("oauthToken"), e.getMessage());
     assertTrue(!e.getMessage().contains("secret-token-value"), "the token must not be echoed");
 
     Path garbageCa = Files.createTempFile("ca", ".crt");
     Files.writeString(garbageCa, "this is not a certificate");
     Path emptyToken = Files.createTempFile("token", "");
-    Map<String, String[]> files = Map.of(
-        "garbage CA", new String[] {"spark.kubernetes.authenticate.caCertFile", garbageCa.toString()},
-        "empty token file", new String[] {"spark.kubernetes.authenticate.oauthTokenFile", emptyToken.toString()},
-        "huge namespace", new String[] {"spark.kubernetes.namespace", "n".repeat(10_000_000)},
-        "lone surrogate", new String[] {"spark.kubernetes.namespace", "spark\uD800"},
-        "absurd duration", new String[] {"spark.kubernetes.executor.missingPodDetectDelta", "99999999999999d"});
+    Map<String, String[]> files =
+        Map.of(
+            "garbage CA",
+                new String[] {"spark.kubernetes.authenticate.caCertFile", garbageCa.toString()},
+            "empty token file",
+                new String[] {
+                  "spark.kubernetes.authenticate.oauthTokenFile", emptyToken.toString()
+                },
+            "huge namespace", new String[] {"spark.kubernetes.namespace", "n".repeat(10_000_000)},
+            "lone surrogate", new String[] {"spark.kubernetes.namespace", "spark\uD800"},
+            "absurd duration",
+                new String[] {
+                  "spark.kubernetes.executor.missingPodDetectDelta", "99999999999999d"
+                });
     for (Map.Entry<String, String[]> c : files.entrySet()) {
       Map<String, String> conf = plane.sparkConf(false);
       conf.put(c.getValue()[0], c.getValue()[1]);
-      IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
-          () -> NativeInformer.create(conf, "spark-app"), c.getKey());
+      IllegalArgumentException refused =
+          assertThrows(
+              IllegalArgumentException.class,
+              () -> NativeInformer.create(conf, "spark-app"),
+              c.getKey());
       String message = refused.getMessage();
-      assertTrue(message.startsWith(c.getValue()[0]), c.getKey() + " -> " + message.substring(0, Math.min(200, message.length())));
+      assertTrue(
+          message.startsWith(c.getValue()[0]),
+          c.getKey() + " -> " + message.substring(0, Math.min(200, message.length())));
     }
 
-    for (String appId : new String[] {null, "", " ", "-bad", "x".repeat(64), "caf\u00e9", "a\u0000b", "a/b",
-        "\uD800", "x".repeat(5_000_000)}) {
-      IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
-          () -> NativeInformer.create(plane.sparkConf(false), appId), String.valueOf(appId).substring(0, Math.min(20, String.valueOf(appId).length())));
+    for (String appId :
+        new String[] {
+          null,
+          "",
+          " ",
+          "-bad",
+          "x".repeat(64),
+          "caf\u00e9",
+          "a\u0000b",
+          "a/b",
+          "\uD800",
+          "x".repeat(5_000_000)
+        }) {
+      IllegalArgumentException bad =
+          assertThrows(
+              IllegalArgumentException.class,
+              () -> NativeInformer.create(plane.sparkConf(false), appId),
+              String.valueOf(appId).substring(0, Math.min(20, String.valueOf(appId).length())));
       assertTrue(bad.getMessage().contains("applicationId"), bad.getMessage());
     }
     Map<String, String> nullValue = plane.sparkConf(false);
     nullValue.put("spark.kubernetes.namespace", null);
-    IllegalArgumentException nv = assertThrows(IllegalArgumentException.class, () -> NativeInformer.create(nullValue, "spark-app"));
+    IllegalArgumentException nv =
+        assertThrows(
+            IllegalArgumentException.class, () -> NativeInformer.create(nullValue, "spark-app"));
     assertTrue(nv.getMessage().contains("spark.kubernetes.namespace"), nv.getMessage());
     assertThrows(NullPointerException.class, () -> NativeInformer.create(null, "spark-app"));
 
@@ -152,14 +211,16 @@ class NativeInformerContractTest {
       // Extreme but legal values are served, not crashed on.
       assertTrue(informer.pollChanges(Integer.MAX_VALUE, 1) != null);
       java.util.concurrent.CompletableFuture<List<PodBatch.Entry>> forever =
-          java.util.concurrent.CompletableFuture.supplyAsync(() -> informer.pollChanges(1, Long.MAX_VALUE));
+          java.util.concurrent.CompletableFuture.supplyAsync(
+              () -> informer.pollChanges(1, Long.MAX_VALUE));
       Thread.sleep(200);
       informer.stop();
       assertNull(forever.get(10, TimeUnit.SECONDS));
     } finally {
       informer.close();
     }
-    IllegalStateException stale = assertThrows(IllegalStateException.class, () -> NativeBridge.start(987_654_321L));
+    IllegalStateException stale =
+        assertThrows(IllegalStateException.class, () -> NativeBridge.start(987_654_321L));
     assertTrue(stale.getMessage().contains("987654321"), stale.getMessage());
   }
 }

@@ -11,19 +11,24 @@ import java.util.Map;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
-/** Create, start, stop, close, many times in one JVM: no thread, descriptor or memory left behind. */
+/**
+ * Create, start, stop, close, many times in one JVM: no thread, descriptor or memory left behind.
+ */
 class NativeInformerLeakTest {
   private static final int CYCLES = Integer.getInteger("leak.cycles", 1000);
 
   private static long nativeRuntimeThreads() throws IOException {
     try (Stream<Path> tasks = Files.list(Paths.get("/proc/self/task"))) {
-      return tasks.filter(t -> {
-        try {
-          return Files.readString(t.resolve("comm")).trim().equals("spark-k8s-rt");
-        } catch (IOException e) {
-          return false; // the thread ended meanwhile
-        }
-      }).count();
+      return tasks
+          .filter(
+              t -> {
+                try {
+                  return Files.readString(t.resolve("comm")).trim().equals("spark-k8s-rt");
+                } catch (IOException e) {
+                  return false; // the thread ended meanwhile
+                }
+              })
+          .count();
     }
   }
 
@@ -72,7 +77,8 @@ class NativeInformerLeakTest {
     settle();
     long tookMs = (System.nanoTime() - began) / 1_000_000;
     long rssGrowthKb = rssKb() - rss;
-    System.out.printf("%d create/start/stop/close cycles in %d ms: JVM threads %d -> %d, fds %d -> %d, RSS +%d KiB%n",
+    System.out.printf(
+        "%d create/start/stop/close cycles in %d ms: JVM threads %d -> %d, fds %d -> %d, RSS +%d KiB%n",
         CYCLES, tookMs, threads, Thread.getAllStackTraces().size(), fds, openFds(), rssGrowthKb);
     assertEquals(0, NativeInformer.openInformers());
     assertEquals(0, nativeRuntimeThreads(), "the native runtime ends with the last informer");

@@ -19,6 +19,8 @@ class NativeLibraryTest {
   void loadingTwiceIsHarmless() {
     NativeLibrary.load();
     NativeLibrary.load();
-    assertTrue(NativeLibrary.nativeVersion().contains(System.getProperty("os.arch").equals("amd64") ? "x86_64" : ""));
+    assertTrue(
+        NativeLibrary.nativeVersion()
+            .contains(System.getProperty("os.arch").equals("amd64") ? "x86_64" : ""));
   }
 }

@@ -12,9 +12,9 @@ import org.apache.logging.log4j.Level;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.core.LogEvent;
 import org.apache.logging.log4j.core.LoggerContext;
+import org.apache.logging.log4j.core.appender.AbstractAppender;
 import org.apache.logging.log4j.core.config.Configuration;
 import org.apache.logging.log4j.core.config.Configurator;
-import org.apache.logging.log4j.core.appender.AbstractAppender;
 import org.apache.logging.log4j.core.config.Property;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -23,12 +23,13 @@ import org.junit.jupiter.api.Test;
 /** A record emitted in Rust reaches the JVM's log4j log with the Rust module's logger and level. */
 class NativeLogBridgeTest {
   private final List<LogEvent> events = new CopyOnWriteArrayList<>();
-  private final AbstractAppender capture = new AbstractAppender("capture", null, null, true, Property.EMPTY_ARRAY) {
-    @Override
-    public void append(LogEvent event) {
-      events.add(event.toImmutable());
-    }
-  };
+  private final AbstractAppender capture =
+      new AbstractAppender("capture", null, null, true, Property.EMPTY_ARRAY) {
+        @Override
+        public void append(LogEvent event) {
+          events.add(event.toImmutable());
+        }
+      };
   private final LoggerContext context = (LoggerContext) LogManager.getContext(false);
   private final Configuration config = context.getConfiguration();
 
@@ -50,29 +51,57 @@ class NativeLogBridgeTest {
   @Test
   void rustRecordsReachLog4jWithTheirModuleAndLevel() throws InterruptedException {
     TestPlane plane = TestPlane.get();
-    try (NativeInformer informer = NativeInformer.create(plane.sparkConf(false), TestPlane.uniqueAppId("logs"))) {
+    try (NativeInformer informer =
+        NativeInformer.create(plane.sparkConf(false), TestPlane.uniqueAppId("logs"))) {
       informer.start();
-      eventually("the informer's INFO record in log4j", Duration.ofSeconds(10), () -> events.stream().anyMatch(e ->
-          e.getLoggerName().equals("org.sparkk8snative.native.spark_k8s_native.informer")
-              && e.getLevel() == Level.INFO
-              && e.getMessage().getFormattedMessage().contains("executor pod informer started")));
+      eventually(
+          "the informer's INFO record in log4j",
+          Duration.ofSeconds(10),
+          () ->
+              events.stream()
+                  .anyMatch(
+                      e ->
+                          e.getLoggerName()
+                                  .equals("org.sparkk8snative.native.spark_k8s_native.informer")
+                              && e.getLevel() == Level.INFO
+                              && e.getMessage()
+                                  .getFormattedMessage()
+                                  .contains("executor pod informer started")));
     }
     // The most verbose level too: no token in any record.
     Configurator.setLevel(NativeLogBridge.LOGGER_PREFIX, Level.TRACE);
     context.updateLoggers();
     Thread.sleep(1_000); // the bridge passes the level to the native side within half a second
-    try (NativeInformer informer = NativeInformer.create(plane.sparkConf(false), TestPlane.uniqueAppId("trace"))) {
+    try (NativeInformer informer =
+        NativeInformer.create(plane.sparkConf(false), TestPlane.uniqueAppId("trace"))) {
       informer.start();
-      eventually("synced", Duration.ofSeconds(30), () -> informer.health().state() == InformerHealth.State.SYNCED);
-      eventually("DEBUG records at TRACE level", Duration.ofSeconds(10), () -> events.stream().anyMatch(e ->
-          e.getLoggerName().startsWith("org.sparkk8snative.native") && e.getLevel() == Level.DEBUG));
+      eventually(
+          "synced",
+          Duration.ofSeconds(30),
+          () -> informer.health().state() == InformerHealth.State.SYNCED);
+      eventually(
+          "DEBUG records at TRACE level",
+          Duration.ofSeconds(10),
+          () ->
+              events.stream()
+                  .anyMatch(
+                      e ->
+                          e.getLoggerName().startsWith("org.sparkk8snative.native")
+                              && e.getLevel() == Level.DEBUG));
     }
     Configurator.setLevel(NativeLogBridge.LOGGER_PREFIX, Level.INFO);
     context.updateLoggers();
     String token = TestPlane.read(TestPlane.get().var("LOCALPLANE_RESTRICTED_TOKEN_FILE"));
-    assertFalse(events.stream().anyMatch(e -> e.getMessage().getFormattedMessage().contains(token)), "no token in any log");
-    assertTrue(events.stream().noneMatch(e -> e.getLoggerName().startsWith("org.sparkk8snative.native.kube")
-        && e.getLevel().isLessSpecificThan(Level.INFO)), "dependencies log at WARN at most");
+    assertFalse(
+        events.stream().anyMatch(e -> e.getMessage().getFormattedMessage().contains(token)),
+        "no token in any log");
+    assertTrue(
+        events.stream()
+            .noneMatch(
+                e ->
+                    e.getLoggerName().startsWith("org.sparkk8snative.native.kube")
+                        && e.getLevel().isLessSpecificThan(Level.INFO)),
+        "dependencies log at WARN at most");
   }
 
   @Test
@@ -80,10 +109,20 @@ class NativeLogBridgeTest {
     Map<String, String> conf = TestPlane.get().sparkConf(false);
     conf.put("spark.kubernetes.native.lister.staleBond", "5s");
     try (NativeInformer informer = NativeInformer.create(conf, TestPlane.uniqueAppId("typo"))) {
-      eventually("the warning about the mistyped key", Duration.ofSeconds(10), () -> events.stream().anyMatch(e ->
-          e.getLevel() == Level.WARN && e.getLoggerName().startsWith(NativeLogBridge.LOGGER_PREFIX)
-              && e.getMessage().getFormattedMessage().contains("unknown key spark.kubernetes.native.lister.staleBond; "
-                  + "did you mean spark.kubernetes.native.lister.staleBound?")));
+      eventually(
+          "the warning about the mistyped key",
+          Duration.ofSeconds(10),
+          () ->
+              events.stream()
+                  .anyMatch(
+                      e ->
+                          e.getLevel() == Level.WARN
+                              && e.getLoggerName().startsWith(NativeLogBridge.LOGGER_PREFIX)
+                              && e.getMessage()
+                                  .getFormattedMessage()
+                                  .contains(
+                                      "unknown key spark.kubernetes.native.lister.staleBond; "
+                                          + "did you mean spark.kubernetes.native.lister.staleBound?")));
     }
   }
 }

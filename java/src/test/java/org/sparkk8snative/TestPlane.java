@@ -42,7 +42,10 @@ public final class TestPlane {
   private final Map<String, String> env;
   private final KubernetesClient admin;
   private final HttpClient http = HttpClient.newHttpClient();
-  /** Stops the plane when this JVM started it for one test class only; null for the shared plane. */
+
+  /**
+   * Stops the plane when this JVM started it for one test class only; null for the shared plane.
+   */
   private Runnable stopper;
 
   private TestPlane(Map<String, String> env) {
@@ -51,19 +54,20 @@ public final class TestPlane {
 
   private TestPlane(Map<String, String> env, int requestRetries) {
     this.env = env;
-    Config config = new ConfigBuilder()
-        .withMasterUrl(env.get("LOCALPLANE_APISERVER"))
-        .withCaCertFile(env.get("LOCALPLANE_CA_FILE"))
-        .withOauthToken(read(env.get("LOCALPLANE_ADMIN_TOKEN_FILE")))
-        .withNamespace(namespace())
-        .withRequestRetryBackoffLimit(requestRetries)
-        .build();
+    Config config =
+        new ConfigBuilder()
+            .withMasterUrl(env.get("LOCALPLANE_APISERVER"))
+            .withCaCertFile(env.get("LOCALPLANE_CA_FILE"))
+            .withOauthToken(read(env.get("LOCALPLANE_ADMIN_TOKEN_FILE")))
+            .withNamespace(namespace())
+            .withRequestRetryBackoffLimit(requestRetries)
+            .build();
     this.admin = new KubernetesClientBuilder().withConfig(config).build();
   }
 
   /**
-   * The same plane, with an admin client that never retries on its own (fabric8 backs off for
-   * up to minutes while the apiserver restarts), for callers that retry as they see fit.
+   * The same plane, with an admin client that never retries on its own (fabric8 backs off for up to
+   * minutes while the apiserver restarts), for callers that retry as they see fit.
    */
   public TestPlane failingFast() {
     return new TestPlane(env, 0);
@@ -78,9 +82,9 @@ public final class TestPlane {
   }
 
   /**
-   * Starts a plane of the caller's own (e.g. {@code "--watch-cache=false"}), in target/localplane-{@code
-   * name}-PID-N, as a child process that dies with this JVM; {@link #stop()} stops it, else the
-   * JVM's exit does.
+   * Starts a plane of the caller's own (e.g. {@code "--watch-cache=false"}), in
+   * target/localplane-{@code name}-PID-N, as a child process that dies with this JVM; {@link
+   * #stop()} stops it, else the JVM's exit does.
    */
   public static TestPlane start(String name, String... localplaneArgs) {
     OwnPlane own = startOwn(name, localplaneArgs);
@@ -107,39 +111,59 @@ public final class TestPlane {
   private static OwnPlane startOwn(String name, String... localplaneArgs) {
     try {
       Path root = Paths.get(System.getProperty("user.dir")).getParent();
-      Process build = new ProcessBuilder("bash", root.resolve("scripts/localplane-build.sh").toString())
-          .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+      Process build =
+          new ProcessBuilder("bash", root.resolve("scripts/localplane-build.sh").toString())
+              .redirectError(ProcessBuilder.Redirect.INHERIT)
+              .start();
       String bin = new String(build.getInputStream().readAllBytes()).trim();
       if (build.waitFor() != 0) {
         throw new IllegalStateException("scripts/localplane-build.sh failed");
       }
       // A directory (and log) per plane: a test class may start one after another.
-      Path dir = root.resolve("target/localplane-" + name + "-" + ProcessHandle.current().pid() + "-"
-          + PLANES.incrementAndGet());
+      Path dir =
+          root.resolve(
+              "target/localplane-"
+                  + name
+                  + "-"
+                  + ProcessHandle.current().pid()
+                  + "-"
+                  + PLANES.incrementAndGet());
       Path log = dir.resolveSibling(dir.getFileName() + ".log");
       deleteRecursively(dir); // left by an earlier JVM of the same pid
       Files.createDirectories(dir);
-      List<String> command = new ArrayList<>(List.of(bin + "/localplane", "run", "--dir", dir.toString(),
-          "--exit-with-parent", "--remove-dir-on-exit"));
+      List<String> command =
+          new ArrayList<>(
+              List.of(
+                  bin + "/localplane",
+                  "run",
+                  "--dir",
+                  dir.toString(),
+                  "--exit-with-parent",
+                  "--remove-dir-on-exit"));
       command.addAll(List.of(localplaneArgs));
       long began = System.nanoTime();
-      Process plane = new ProcessBuilder(command)
-          .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
-          .redirectErrorStream(true)
-          .redirectOutput(log.toFile())
-          .start();
+      Process plane =
+          new ProcessBuilder(command)
+              .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
+              .redirectErrorStream(true)
+              .redirectOutput(log.toFile())
+              .start();
       AtomicBoolean stopped = new AtomicBoolean();
-      Runnable stopper = () -> {
-        if (stopped.compareAndSet(false, true)) {
-          stopChild(plane);
-        }
-      };
+      Runnable stopper =
+          () -> {
+            if (stopped.compareAndSet(false, true)) {
+              stopChild(plane);
+            }
+          };
       Path envFile = dir.resolve("plane.env");
       long deadline = began + TimeUnit.SECONDS.toNanos(180);
       while (!Files.exists(envFile)) {
         if (!plane.isAlive()) {
-          throw new IllegalStateException("localplane exited (" + plane.exitValue() + ") before it was ready; "
-              + logs(log, dir));
+          throw new IllegalStateException(
+              "localplane exited ("
+                  + plane.exitValue()
+                  + ") before it was ready; "
+                  + logs(log, dir));
         }
         if (System.nanoTime() > deadline) {
           String logs = logs(log, dir);
@@ -150,7 +174,8 @@ public final class TestPlane {
       }
       // Also stops it on a normal JVM exit, before the JVM is gone (--exit-with-parent is the net).
       Runtime.getRuntime().addShutdownHook(new Thread(stopper));
-      System.err.printf("[TestPlane] local plane up in %.1fs at %s%n", (System.nanoTime() - began) / 1e9, dir);
+      System.err.printf(
+          "[TestPlane] local plane up in %.1fs at %s%n", (System.nanoTime() - began) / 1e9, dir);
       return new OwnPlane(readEnv(envFile), stopper);
     } catch (IOException | InterruptedException e) {
       throw new IllegalStateException("could not start a local control plane", e);
@@ -189,7 +214,9 @@ public final class TestPlane {
       if (Files.exists(apiserver)) {
         List<String> lines = Files.readAllLines(apiserver);
         out.append("the end of ").append(apiserver).append(":\n");
-        lines.subList(Math.max(0, lines.size() - 30), lines.size()).forEach(l -> out.append(l).append('\n'));
+        lines
+            .subList(Math.max(0, lines.size() - 30), lines.size())
+            .forEach(l -> out.append(l).append('\n'));
       }
     } catch (IOException e) {
       out.append("(unreadable: ").append(e).append(")\n");
@@ -236,24 +263,30 @@ public final class TestPlane {
     return admin;
   }
 
-  /** What a driver in client mode would have: master, namespace, CA, the restricted identity's token. */
+  /**
+   * What a driver in client mode would have: master, namespace, CA, the restricted identity's
+   * token.
+   */
   public Map<String, String> sparkConf(boolean throughProxy) {
     Map<String, String> conf = new HashMap<>();
     String url = throughProxy ? env.get("LOCALPLANE_PROXY") : env.get("LOCALPLANE_APISERVER");
     conf.put("spark.master", "k8s://" + url);
     conf.put("spark.kubernetes.namespace", namespace());
     conf.put("spark.kubernetes.authenticate.caCertFile", env.get("LOCALPLANE_CA_FILE"));
-    conf.put("spark.kubernetes.authenticate.oauthTokenFile", env.get("LOCALPLANE_RESTRICTED_TOKEN_FILE"));
+    conf.put(
+        "spark.kubernetes.authenticate.oauthTokenFile",
+        env.get("LOCALPLANE_RESTRICTED_TOKEN_FILE"));
     return conf;
   }
 
   /** Calls the plane's fault controls (see tests/localplane/control.go). */
   public String control(String method, String path) {
     try {
-      HttpRequest request = HttpRequest.newBuilder(URI.create(env.get("LOCALPLANE_CONTROL") + path))
-          .method(method, HttpRequest.BodyPublishers.noBody())
-          .timeout(Duration.ofSeconds(120))
-          .build();
+      HttpRequest request =
+          HttpRequest.newBuilder(URI.create(env.get("LOCALPLANE_CONTROL") + path))
+              .method(method, HttpRequest.BodyPublishers.noBody())
+              .timeout(Duration.ofSeconds(120))
+              .build();
       HttpResponse<String> response = http.send(request, HttpResponse.BodyHandlers.ofString());
       if (response.statusCode() != 200) {
         throw new IllegalStateException(method + " " + path + ": " + response.body());
@@ -273,36 +306,68 @@ public final class TestPlane {
   }
 
   public Pod createExecutor(String appId, long execId) {
-    Pod pod = new PodBuilder()
-        .withNewMetadata()
-        .withName(podName(appId, execId))
-        .addToLabels("spark-app-selector", appId)
-        .addToLabels("spark-role", "executor")
-        .addToLabels("spark-exec-id", Long.toString(execId))
-        .endMetadata()
-        .withNewSpec()
-        .withRestartPolicy("Never")
-        .withAutomountServiceAccountToken(false)
-        .addNewContainer().withName("spark-kubernetes-executor").withImage("spark:4.0.0").endContainer()
-        .endSpec()
-        .build();
+    Pod pod =
+        new PodBuilder()
+            .withNewMetadata()
+            .withName(podName(appId, execId))
+            .addToLabels("spark-app-selector", appId)
+            .addToLabels("spark-role", "executor")
+            .addToLabels("spark-exec-id", Long.toString(execId))
+            .endMetadata()
+            .withNewSpec()
+            .withRestartPolicy("Never")
+            .withAutomountServiceAccountToken(false)
+            .addNewContainer()
+            .withName("spark-kubernetes-executor")
+            .withImage("spark:4.0.0")
+            .endContainer()
+            .endSpec()
+            .build();
     return admin.pods().inNamespace(namespace()).resource(pod).create();
   }
 
-  /** Sets the pod's phase as the kubelet would; {@code exitCode} is used for Failed and Succeeded. */
+  /**
+   * Sets the pod's phase as the kubelet would; {@code exitCode} is used for Failed and Succeeded.
+   */
   public Pod setPhase(String podName, String phase, int exitCode) {
-    ContainerStatusBuilder status = new ContainerStatusBuilder()
-        .withName("spark-kubernetes-executor").withImage("spark:4.0.0").withImageID("")
-        .withRestartCount(0).withReady("Running".equals(phase));
+    ContainerStatusBuilder status =
+        new ContainerStatusBuilder()
+            .withName("spark-kubernetes-executor")
+            .withImage("spark:4.0.0")
+            .withImageID("")
+            .withRestartCount(0)
+            .withReady("Running".equals(phase));
     switch (phase) {
-      case "Running" -> status.withNewState().withNewRunning().withStartedAt("2026-01-01T00:00:00Z").endRunning().endState();
-      case "Pending" -> status.withNewState().withNewWaiting().withReason("ContainerCreating").endWaiting().endState();
-      default -> status.withNewState().withNewTerminated().withExitCode(exitCode)
-          .withReason(exitCode == 0 ? "Completed" : "Error").endTerminated().endState();
+      case "Running" ->
+          status
+              .withNewState()
+              .withNewRunning()
+              .withStartedAt("2026-01-01T00:00:00Z")
+              .endRunning()
+              .endState();
+      case "Pending" ->
+          status
+              .withNewState()
+              .withNewWaiting()
+              .withReason("ContainerCreating")
+              .endWaiting()
+              .endState();
+      default ->
+          status
+              .withNewState()
+              .withNewTerminated()
+              .withExitCode(exitCode)
+              .withReason(exitCode == 0 ? "Completed" : "Error")
+              .endTerminated()
+              .endState();
     }
     Pod pod = admin.pods().inNamespace(namespace()).withName(podName).get();
-    pod.setStatus(new PodStatusBuilder().withPhase(phase).withPodIP("10.244.0.10")
-        .withContainerStatuses(status.build()).build());
+    pod.setStatus(
+        new PodStatusBuilder()
+            .withPhase(phase)
+            .withPodIP("10.244.0.10")
+            .withContainerStatuses(status.build())
+            .build());
     return admin.pods().inNamespace(namespace()).resource(pod).updateStatus();
   }
 

@@ -11,18 +11,32 @@ import org.junit.jupiter.api.Test;
 /** Frames built by hand as src/wire.rs describes them decode to the right answers. */
 class WireTest {
   private static byte[] frame(int tag, byte[] body) {
-    return ByteBuffer.allocate(2 + body.length).put((byte) Wire.VERSION).put((byte) tag).put(body).array();
+    return ByteBuffer.allocate(2 + body.length)
+        .put((byte) Wire.VERSION)
+        .put((byte) tag)
+        .put(body)
+        .array();
   }
 
   @Test
   void listerAnswersDecodeToTheirType() {
     byte[] reason = "the cache may be stale".getBytes(StandardCharsets.UTF_8);
-    assertEquals(new ListerAnswer.NotReady("the cache may be stale"), Wire.listerAnswer(frame(4, reason)));
-    assertEquals(new ListerAnswer.Unchanged(42), Wire.listerAnswer(frame(3, ByteBuffer.allocate(8).putLong(42).array())));
+    assertEquals(
+        new ListerAnswer.NotReady("the cache may be stale"), Wire.listerAnswer(frame(4, reason)));
+    assertEquals(
+        new ListerAnswer.Unchanged(42),
+        Wire.listerAnswer(frame(3, ByteBuffer.allocate(8).putLong(42).array())));
     byte[] name = "p1".getBytes(StandardCharsets.UTF_8);
     byte[] json = "{}".getBytes(StandardCharsets.UTF_8);
     ByteBuffer body = ByteBuffer.allocate(8 + 4 + 1 + 8 + 4 + name.length + 4 + json.length);
-    body.putLong(7).putInt(1).put(PodBatch.APPLIED).putLong(5).putInt(name.length).put(name).putInt(json.length).put(json);
+    body.putLong(7)
+        .putInt(1)
+        .put(PodBatch.APPLIED)
+        .putLong(5)
+        .putInt(name.length)
+        .put(name)
+        .putInt(json.length)
+        .put(json);
     ListerAnswer.Ready ready = (ListerAnswer.Ready) Wire.listerAnswer(frame(2, body.array()));
     assertEquals(7, ready.view());
     assertEquals("p1", ready.entries().get(0).podName());
@@ -33,7 +47,8 @@ class WireTest {
   void anotherVersionOrTrailingBytesAreRefused() {
     byte[] other = frame(4, new byte[0]);
     other[0] = (byte) (Wire.VERSION + 1);
-    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Wire.listerAnswer(other));
+    IllegalArgumentException e =
+        assertThrows(IllegalArgumentException.class, () -> Wire.listerAnswer(other));
     assertTrue(e.getMessage().contains("version"), e.getMessage());
     byte[] trailing = frame(3, ByteBuffer.allocate(9).putLong(1).put((byte) 0).array());
     assertThrows(IllegalArgumentException.class, () -> Wire.listerAnswer(trailing));

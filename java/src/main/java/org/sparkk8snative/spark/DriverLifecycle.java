@@ -24,24 +24,27 @@ final class DriverLifecycle {
    * starts (at once if the SparkContext cannot be reached), {@code onEnd} when it ends and at JVM
    * exit (so it must be idempotent). A callback's failure is logged.
    */
-  static void follow(KubernetesClusterSchedulerBackend backend, Runnable onApplicationStart, Runnable onEnd) {
+  static void follow(
+      KubernetesClusterSchedulerBackend backend, Runnable onApplicationStart, Runnable onEnd) {
     SparkContext context = SparkInternals.sparkContextOf(backend);
     if (context != null) {
-      context.addSparkListener(new SparkListener() {
-        @Override
-        public void onApplicationStart(SparkListenerApplicationStart start) {
-          run("application start", onApplicationStart);
-        }
+      context.addSparkListener(
+          new SparkListener() {
+            @Override
+            public void onApplicationStart(SparkListenerApplicationStart start) {
+              run("application start", onApplicationStart);
+            }
 
-        @Override
-        public void onApplicationEnd(SparkListenerApplicationEnd end) {
-          run("application end", onEnd);
-        }
-      });
+            @Override
+            public void onApplicationEnd(SparkListenerApplicationEnd end) {
+              run("application end", onEnd);
+            }
+          });
     } else {
       run("allocator start, for want of the SparkContext", onApplicationStart);
     }
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> run("JVM exit", onEnd), "spark-k8s-native-shutdown"));
+    Runtime.getRuntime()
+        .addShutdownHook(new Thread(() -> run("JVM exit", onEnd), "spark-k8s-native-shutdown"));
   }
 
   private static void run(String milestone, Runnable callback) {

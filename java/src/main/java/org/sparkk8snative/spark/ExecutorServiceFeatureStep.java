@@ -32,6 +32,7 @@ import org.sparkk8snative.ExecutorServiceNames;
 public final class ExecutorServiceFeatureStep implements KubernetesExecutorCustomFeatureConfigStep {
   /** The variable that carries the executor's Service name, for the executor's own use. */
   public static final String SERVICE_NAME_ENV = "EXECUTOR_SERVICE_NAME";
+
   /** The variable Spark's entrypoint passes as the executor's {@code --hostname}. */
   static final String POD_IP_ENV = "SPARK_EXECUTOR_POD_IP";
 

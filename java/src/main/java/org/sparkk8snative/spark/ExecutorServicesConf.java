@@ -26,8 +26,8 @@ final class ExecutorServicesConf {
    * adds the feature step that makes executors advertise their Service (Spark reads the feature
    * steps each time it builds an executor pod). With Services off the conf is left as it is.
    *
-   * @throws IllegalArgumentException naming the key, e.g. {@code spark.blockManager.port} when it is
-   *     not a fixed port
+   * @throws IllegalArgumentException naming the key, e.g. {@code spark.blockManager.port} when it
+   *     is not a fixed port
    */
   static void prepareDriver(SparkConf conf) {
     if (!enabled(conf)) {
@@ -47,7 +47,10 @@ final class ExecutorServicesConf {
     NativeSettings.check(SparkConfValues.entries(conf));
   }
 
-  /** Appends {@link ExecutorServiceFeatureStep} to Spark's executor feature steps, unless it is there. */
+  /**
+   * Appends {@link ExecutorServiceFeatureStep} to Spark's executor feature steps, unless it is
+   * there.
+   */
   static void addFeatureStep(SparkConf conf) {
     String step = ExecutorServiceFeatureStep.class.getName();
     List<String> steps = new ArrayList<>();

@@ -7,23 +7,29 @@ import org.slf4j.LoggerFactory;
 import org.sparkk8snative.NativeLibrary;
 
 /**
- * What the allocator runs beside Spark's own allocation for one application, as the mode asks:
- * the native snapshot sources and their metrics (informer on), or the executor Services (informer
- * off, Services on). Stopped once, by whichever comes first of the allocator's stop, the
- * application's end and JVM exit.
+ * What the allocator runs beside Spark's own allocation for one application, as the mode asks: the
+ * native snapshot sources and their metrics (informer on), or the executor Services (informer off,
+ * Services on). Stopped once, by whichever comes first of the allocator's stop, the application's
+ * end and JVM exit.
  */
 final class NativeApplicationParts {
   private static final Logger LOG = LoggerFactory.getLogger(NativeApplicationParts.class);
 
   private final String applicationId;
+
   /** With the informer on: the sources and their metrics; otherwise null. */
   private final NativeSnapshotSources sources;
+
   private final NativeMetricsRegistration metrics;
+
   /** With the informer off and Services on; otherwise null. */
   private final ExecutorServicesWithoutInformer servicesWithoutInformer;
+
   private boolean stopped;
 
-  private NativeApplicationParts(String applicationId, NativeSnapshotSources sources,
+  private NativeApplicationParts(
+      String applicationId,
+      NativeSnapshotSources sources,
       ExecutorServicesWithoutInformer servicesWithoutInformer) {
     this.applicationId = applicationId;
     this.sources = sources;
@@ -37,18 +43,25 @@ final class NativeApplicationParts {
    *
    * @throws IllegalArgumentException naming a key the native side cannot use
    */
-  static NativeApplicationParts start(SnapshotSourceMode mode, SparkConf conf, ExecutorPodsSnapshotsStore store,
+  static NativeApplicationParts start(
+      SnapshotSourceMode mode,
+      SparkConf conf,
+      ExecutorPodsSnapshotsStore store,
       String applicationId) {
     if (mode == SnapshotSourceMode.NATIVE) {
       NativeSnapshotSources sources = NativeSnapshotSources.create(conf, store);
       sources.start(applicationId);
-      LOG.info("Executor pods of {} are tracked by the native informer and lister ({}): Spark's watch and "
+      LOG.info(
+          "Executor pods of {} are tracked by the native informer and lister ({}): Spark's watch and "
               + "polling sources are off; snapshots every {} ms from the local cache",
-          applicationId, NativeLibrary.nativeVersion(), NativeSnapshotSources.listerIntervalMillis(conf));
+          applicationId,
+          NativeLibrary.nativeVersion(),
+          NativeSnapshotSources.listerIntervalMillis(conf));
       return new NativeApplicationParts(applicationId, sources, null);
     }
     if (ExecutorServicesConf.enabled(conf)) {
-      ExecutorServicesWithoutInformer services = ExecutorServicesWithoutInformer.create(conf, applicationId);
+      ExecutorServicesWithoutInformer services =
+          ExecutorServicesWithoutInformer.create(conf, applicationId);
       return new NativeApplicationParts(applicationId, null, services);
     }
     return null;
@@ -61,7 +74,10 @@ final class NativeApplicationParts {
     }
   }
 
-  /** The Services to ensure for the executors the allocator requests, or null when the informer sees to them. */
+  /**
+   * The Services to ensure for the executors the allocator requests, or null when the informer sees
+   * to them.
+   */
   ExecutorServicesWithoutInformer servicesWithoutInformer() {
     return servicesWithoutInformer;
   }

@@ -27,6 +27,7 @@ public class NativeExecutorPodsAllocator extends ExecutorPodsAllocator {
   private final SparkConf conf;
   private final ExecutorPodsSnapshotsStore store;
   private final SnapshotSourceMode mode;
+
   /** What runs beside Spark's allocation once started, or null. */
   private volatile NativeApplicationParts parts;
 
@@ -57,12 +58,17 @@ public class NativeExecutorPodsAllocator extends ExecutorPodsAllocator {
 
   /** Creates executor pods as Spark does; then, with the informer off, ensures their Services. */
   @Override
-  public void requestNewExecutors(int numExecutorsToAllocate, String applicationId, int resourceProfileId,
+  public void requestNewExecutors(
+      int numExecutorsToAllocate,
+      String applicationId,
+      int resourceProfileId,
       scala.collection.immutable.Set<String> pvcsInUse) {
     NativeApplicationParts running = parts;
-    ExecutorServicesWithoutInformer services = running == null ? null : running.servicesWithoutInformer();
+    ExecutorServicesWithoutInformer services =
+        running == null ? null : running.servicesWithoutInformer();
     if (services == null) {
-      super.requestNewExecutors(numExecutorsToAllocate, applicationId, resourceProfileId, pvcsInUse);
+      super.requestNewExecutors(
+          numExecutorsToAllocate, applicationId, resourceProfileId, pvcsInUse);
       return;
     }
     int lastIdBefore = SparkInternals.lastExecutorId(this);

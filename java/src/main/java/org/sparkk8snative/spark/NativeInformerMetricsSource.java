@@ -30,34 +30,45 @@ public final class NativeInformerMetricsSource implements Source {
     gauge("listRequests", InformerHealth::lists);
     gauge("watchRequests", InformerHealth::watchConnects);
     gauge("pendingChanges", InformerHealth::pendingChanges);
-    gauge("secondsSinceLastEvent", h -> h.millisSinceLastEvent() < 0 ? -1 : h.millisSinceLastEvent() / 1000);
-    gauge("secondsSinceLastActivity", h -> h.millisSinceLastActivity() < 0 ? -1 : h.millisSinceLastActivity() / 1000);
+    gauge(
+        "secondsSinceLastEvent",
+        h -> h.millisSinceLastEvent() < 0 ? -1 : h.millisSinceLastEvent() / 1000);
+    gauge(
+        "secondsSinceLastActivity",
+        h -> h.millisSinceLastActivity() < 0 ? -1 : h.millisSinceLastActivity() / 1000);
     listerGauge("lastSnapshotMicros", round -> round.nanos() / 1000);
     listerGauge("lastSnapshotPods", NativeListerSnapshotSource.Round::pods);
     listerGauge("lastSnapshotChangedPods", NativeListerSnapshotSource.Round::changedPods);
   }
 
   private void listerGauge(String name, ToLongFunction<NativeListerSnapshotSource.Round> read) {
-    registry.register(MetricRegistry.name("lister", name), (Gauge<Long>) () -> {
-      NativeListerSnapshotSource.Round round = sources.listerSource().lastRound();
-      return round == null ? -1L : read.applyAsLong(round);
-    });
+    registry.register(
+        MetricRegistry.name("lister", name),
+        (Gauge<Long>)
+            () -> {
+              NativeListerSnapshotSource.Round round = sources.listerSource().lastRound();
+              return round == null ? -1L : read.applyAsLong(round);
+            });
   }
 
   private void gauge(String name, ToLongFunction<InformerHealth> read) {
-    registry.register(MetricRegistry.name("informer", name), (Gauge<Long>) () -> {
-      NativeInformer informer = sources.informer();
-      if (informer == null) {
-        return -1L;
-      }
-      try {
-        return read.applyAsLong(informer.health());
-      } catch (IllegalStateException closed) {
-        // Closed between the two calls, as the sources stop: a sink reads the gauge as absent.
-        LOG.debug("Gauge informer.{} read while the native informer closed", name, closed);
-        return -1L;
-      }
-    });
+    registry.register(
+        MetricRegistry.name("informer", name),
+        (Gauge<Long>)
+            () -> {
+              NativeInformer informer = sources.informer();
+              if (informer == null) {
+                return -1L;
+              }
+              try {
+                return read.applyAsLong(informer.health());
+              } catch (IllegalStateException closed) {
+                // Closed between the two calls, as the sources stop: a sink reads the gauge as
+                // absent.
+                LOG.debug("Gauge informer.{} read while the native informer closed", name, closed);
+                return -1L;
+              }
+            });
   }
 
   @Override

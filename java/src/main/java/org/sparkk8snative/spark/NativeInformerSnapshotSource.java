@@ -19,8 +19,13 @@ public final class NativeInformerSnapshotSource implements ExecutorPodsSnapshotS
   private static final Logger LOG = LoggerFactory.getLogger(NativeInformerSnapshotSource.class);
   private static final int MAX_BATCH = 512;
   private static final long POLL_MILLIS = 200;
-  /** After a failed poll: long enough not to spin on a lasting failure, short against Spark's cadence. */
+
+  /**
+   * After a failed poll: long enough not to spin on a lasting failure, short against Spark's
+   * cadence.
+   */
   private static final long FAILED_POLL_PAUSE_MILLIS = 1_000;
+
   private static final long STOP_WAIT_MILLIS = 5_000;
 
   private final ExecutorPodsSnapshotsStore store;
@@ -42,7 +47,9 @@ public final class NativeInformerSnapshotSource implements ExecutorPodsSnapshotS
     started = true;
     NativeInformer informer = shared.acquire(applicationId);
     running = true;
-    thread = new Thread(() -> run(informer, applicationId), "spark-k8s-native-informer-" + applicationId);
+    thread =
+        new Thread(
+            () -> run(informer, applicationId), "spark-k8s-native-informer-" + applicationId);
     thread.setDaemon(true);
     thread.start();
   }
@@ -52,8 +59,10 @@ public final class NativeInformerSnapshotSource implements ExecutorPodsSnapshotS
     try {
       deliverUntilStopped(informer, applicationId);
     } catch (Throwable t) {
-      LOG.error("The native informer source of {} died: executor pod changes no longer reach Spark's updatePod",
-          applicationId, t);
+      LOG.error(
+          "The native informer source of {} died: executor pod changes no longer reach Spark's updatePod",
+          applicationId,
+          t);
     }
   }
 
@@ -67,8 +76,11 @@ public final class NativeInformerSnapshotSource implements ExecutorPodsSnapshotS
           ended(applicationId, "its native informer was closed", e);
           return;
         }
-        LOG.warn("Could not take the pod changes of {} from the native informer; again in {} ms", applicationId,
-            FAILED_POLL_PAUSE_MILLIS, e);
+        LOG.warn(
+            "Could not take the pod changes of {} from the native informer; again in {} ms",
+            applicationId,
+            FAILED_POLL_PAUSE_MILLIS,
+            e);
         if (!pause(applicationId)) {
           return;
         }
@@ -89,7 +101,11 @@ public final class NativeInformerSnapshotSource implements ExecutorPodsSnapshotS
       try {
         store.updatePod(shared.decode(change));
       } catch (RuntimeException e) {
-        LOG.warn("Could not deliver the change of pod {} of {} to Spark", change.podName(), applicationId, e);
+        LOG.warn(
+            "Could not deliver the change of pod {} of {} to Spark",
+            change.podName(),
+            applicationId,
+            e);
       }
     }
   }
@@ -97,8 +113,12 @@ public final class NativeInformerSnapshotSource implements ExecutorPodsSnapshotS
   /** The end of delivery: expected after {@link #stop()}, an error otherwise. */
   private void ended(String applicationId, String why, Throwable cause) {
     if (running) {
-      LOG.error("The native informer source of {} ends because {}: executor pod changes no longer reach Spark's "
-          + "updatePod", applicationId, why, cause);
+      LOG.error(
+          "The native informer source of {} ends because {}: executor pod changes no longer reach Spark's "
+              + "updatePod",
+          applicationId,
+          why,
+          cause);
     } else {
       LOG.debug("The native informer source of {} stopped ({})", applicationId, why, cause);
     }
@@ -127,17 +147,23 @@ public final class NativeInformerSnapshotSource implements ExecutorPodsSnapshotS
       toJoin = thread;
       thread = null;
     }
-    // Closing the informer (when the lister is done with it too) makes a blocked poll return at once.
+    // Closing the informer (when the lister is done with it too) makes a blocked poll return at
+    // once.
     shared.release();
     try {
       toJoin.join(STOP_WAIT_MILLIS);
       if (toJoin.isAlive()) {
-        LOG.warn("The native informer source's thread {} is still running {} ms after stop", toJoin.getName(),
+        LOG.warn(
+            "The native informer source's thread {} is still running {} ms after stop",
+            toJoin.getName(),
             STOP_WAIT_MILLIS);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      LOG.warn("Interrupted while waiting for the native informer source's thread {} to end", toJoin.getName(), e);
+      LOG.warn(
+          "Interrupted while waiting for the native informer source's thread {} to end",
+          toJoin.getName(),
+          e);
     }
   }
 }

@@ -42,11 +42,15 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
   // Touched by the executor thread only.
   /** The pods of the last snapshot by name, and that snapshot as handed to Spark. */
   private Map<String, Pod> held = new HashMap<>();
+
   private Seq<Pod> lastSnapshot;
+
   /** Pods of the snapshot being handed over that came with their JSON. */
   private int changedPods;
+
   /** The view of the last snapshot handed to Spark (0: none). */
   private long knownView;
+
   private boolean hadSnapshot;
   private long notReadySince = -1;
   private boolean warnedThisStreak;
@@ -55,13 +59,14 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
 
   /**
    * The cost of the last snapshot handed to Spark: from the JNI call to {@code replaceSnapshot}
-   * returning, and of that the time inside Spark's {@code replaceSnapshot}; how many pods it
-   * held, how many came with their JSON (changed since the previous round), and the bytes that
-   * crossed JNI.
+   * returning, and of that the time inside Spark's {@code replaceSnapshot}; how many pods it held,
+   * how many came with their JSON (changed since the previous round), and the bytes that crossed
+   * JNI.
    */
   public record Round(long nanos, long sparkNanos, int pods, int changedPods, int frameBytes) {}
 
-  NativeListerSnapshotSource(ExecutorPodsSnapshotsStore store, SharedNativeInformer shared, long intervalMillis) {
+  NativeListerSnapshotSource(
+      ExecutorPodsSnapshotsStore store, SharedNativeInformer shared, long intervalMillis) {
     this.store = store;
     this.shared = shared;
     this.intervalMillis = intervalMillis;
@@ -74,11 +79,13 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
     }
     started = true;
     informer = shared.acquire(applicationId);
-    executor = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "spark-k8s-native-lister-" + applicationId);
-      t.setDaemon(true);
-      return t;
-    });
+    executor =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "spark-k8s-native-lister-" + applicationId);
+              t.setDaemon(true);
+              return t;
+            });
     executor.schedule(this::round, 0, TimeUnit.MILLISECONDS);
   }
 
@@ -139,13 +146,18 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
     knownView = view;
     hadSnapshot = true;
     if (notReadySince >= 0) {
-      LOG.info("Lister ready again after {} ms; {} executor pods", System.currentTimeMillis() - notReadySince, pods.size());
+      LOG.info(
+          "Lister ready again after {} ms; {} executor pods",
+          System.currentTimeMillis() - notReadySince,
+          pods.size());
     }
     notReadySince = -1;
     warnedThisStreak = false;
   }
 
-  /** Spark's list of the snapshot's pods, reusing those held; null if an unchanged one is not held. */
+  /**
+   * Spark's list of the snapshot's pods, reusing those held; null if an unchanged one is not held.
+   */
   private Seq<Pod> assemble(List<PodBatch.Entry> entries) {
     List<Pod> pods = new ArrayList<>(entries.size());
     Map<String, Pod> current = new HashMap<>(entries.size() * 2);
@@ -154,7 +166,8 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
       Pod pod = unchanged ? held.get(entry.podName()) : shared.decode(entry);
       changedPods += unchanged ? 0 : 1;
       if (pod == null) {
-        LOG.debug("Lister: pod {} marked unchanged but not held; every pod next round", entry.podName());
+        LOG.debug(
+            "Lister: pod {} marked unchanged but not held; every pod next round", entry.podName());
         return null;
       }
       current.put(entry.podName(), pod);
@@ -173,7 +186,10 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
     // A skipped round is normal for a moment; when it lasts, the operator should know.
     if (!warnedThisStreak && now - notReadySince >= 2 * intervalMillis) {
       warnedThisStreak = true;
-      LOG.warn("No executor pod snapshot for {} ms: {}. Informer: {}", now - notReadySince, reason,
+      LOG.warn(
+          "No executor pod snapshot for {} ms: {}. Informer: {}",
+          now - notReadySince,
+          reason,
           informer.health().description());
     }
   }

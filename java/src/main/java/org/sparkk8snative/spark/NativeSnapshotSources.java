@@ -30,7 +30,9 @@ public final class NativeSnapshotSources {
 
   /** The lister interval; its validity (positive, Spark syntax) is checked by the native side. */
   static long listerIntervalMillis(SparkConf conf) {
-    long millis = conf.getTimeAsMs(ConfigKeys.LISTER_POLLING_INTERVAL, ConfigKeys.LISTER_POLLING_INTERVAL_DEFAULT);
+    long millis =
+        conf.getTimeAsMs(
+            ConfigKeys.LISTER_POLLING_INTERVAL, ConfigKeys.LISTER_POLLING_INTERVAL_DEFAULT);
     return Math.max(millis, 1);
   }
 
@@ -40,7 +42,8 @@ public final class NativeSnapshotSources {
     try {
       listerSource.start(applicationId);
     } catch (RuntimeException e) {
-      // The caller gets the lister's failure; one of stopping the informer source rides along with it.
+      // The caller gets the lister's failure; one of stopping the informer source rides along with
+      // it.
       try {
         informerSource.stop();
       } catch (RuntimeException stopFailure) {

@@ -10,14 +10,17 @@ import org.sparkk8snative.NativeInformer;
 import org.sparkk8snative.PodBatch;
 
 /**
- * The one native informer behind the informer source and the lister source: created and started
- * by the first source to start, closed when the last one stops. Also the one place pods are
- * decoded: a pod state (name and cache generation) is decoded once, by whichever source meets it
- * first, and the other reuses the object (the same one Spark's store holds).
+ * The one native informer behind the informer source and the lister source: created and started by
+ * the first source to start, closed when the last one stops. Also the one place pods are decoded: a
+ * pod state (name and cache generation) is decoded once, by whichever source meets it first, and
+ * the other reuses the object (the same one Spark's store holds).
  */
 final class SharedNativeInformer {
   private static final Logger LOG = LoggerFactory.getLogger(SharedNativeInformer.class);
-  /** Spark's own fabric8 model: the pods handed to Spark are the objects its sources would hand it. */
+
+  /**
+   * Spark's own fabric8 model: the pods handed to Spark are the objects its sources would hand it.
+   */
   private static final KubernetesSerialization SERIALIZATION = new KubernetesSerialization();
 
   private record Decoded(long generation, Pod pod) {}
@@ -44,8 +47,11 @@ final class SharedNativeInformer {
       }
       informer = created;
     } else if (!informer.applicationId().equals(applicationId)) {
-      throw new IllegalStateException("the native informer runs for application " + informer.applicationId()
-          + ", not " + applicationId);
+      throw new IllegalStateException(
+          "the native informer runs for application "
+              + informer.applicationId()
+              + ", not "
+              + applicationId);
     } else {
       // The second source of the pair: expected on every start, so debug, not a warning.
       LOG.debug("Native informer already running for {}", applicationId);
@@ -72,12 +78,15 @@ final class SharedNativeInformer {
     try {
       pod = SERIALIZATION.unmarshal(entry.json(), Pod.class);
     } catch (RuntimeException e) {
-      throw new IllegalArgumentException("pod " + entry.podName() + ": undecodable JSON from the native library", e);
+      throw new IllegalArgumentException(
+          "pod " + entry.podName() + ": undecodable JSON from the native library", e);
     }
     if (entry.kind() == PodBatch.DELETED) {
       decoded.remove(entry.podName());
     } else {
-      decoded.merge(entry.podName(), new Decoded(entry.generation(), pod),
+      decoded.merge(
+          entry.podName(),
+          new Decoded(entry.generation(), pod),
           (old, fresh) -> fresh.generation() >= old.generation() ? fresh : old);
     }
     return pod;

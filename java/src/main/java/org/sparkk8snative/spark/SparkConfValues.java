@@ -23,7 +23,10 @@ final class SparkConfValues {
     return conf.getBoolean(key, Boolean.parseBoolean(defaultValue));
   }
 
-  /** Every entry of the conf, for the native side (which reads the keys it knows and ignores the rest). */
+  /**
+   * Every entry of the conf, for the native side (which reads the keys it knows and ignores the
+   * rest).
+   */
   static Map<String, String> entries(SparkConf conf) {
     Map<String, String> map = new HashMap<>();
     for (Tuple2<String, String> entry : conf.getAll()) {

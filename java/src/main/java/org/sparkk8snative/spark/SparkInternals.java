@@ -24,10 +24,10 @@ import org.slf4j.LoggerFactory;
  *   <li><b>{@code KubernetesClusterSchedulerBackend}: its {@code SparkContext}</b>, a constructor
  *       parameter that Scala keeps as a field without an accessor, read by reflection and found by
  *       its type (Scala mangles its name, {@code
- *       org$apache$spark$scheduler$cluster$k8s$KubernetesClusterSchedulerBackend$$sc} in 4.2).
- *       Why: the allocator is handed the backend, never the context, and needs the context to
- *       listen for the application's start (the metrics source is named after the application id)
- *       and end (Spark calls the allocator's {@code stop} only when {@code
+ *       org$apache$spark$scheduler$cluster$k8s$KubernetesClusterSchedulerBackend$$sc} in 4.2). Why:
+ *       the allocator is handed the backend, never the context, and needs the context to listen for
+ *       the application's start (the metrics source is named after the application id) and end
+ *       (Spark calls the allocator's {@code stop} only when {@code
  *       spark.kubernetes.executor.deleteOnTermination} is true). If it is missing: a WARN says so,
  *       the metrics are registered at once, and the native parts stop with the allocator or at JVM
  *       exit.
@@ -42,8 +42,8 @@ import org.slf4j.LoggerFactory;
  *       longer matches (4.0 and 4.1 take an {@code immutable.Seq}) is silently never called. If it
  *       is missing: an ERROR at start says executor Services are not ensured with the informer off.
  *   <li><b>{@code SparkEnv.metricsSystem()} and {@code MetricsSystem.registerSource / removeSource}
- *       </b> ({@code MetricsSystem} is {@code private[spark]}), called directly. Why: to publish the
- *       informer's gauges through whatever sink the operator configured. If they are missing: a
+ *       </b> ({@code MetricsSystem} is {@code private[spark]}), called directly. Why: to publish
+ *       the informer's gauges through whatever sink the operator configured. If they are missing: a
  *       WARN, and no metrics.
  * </ol>
  */
@@ -61,38 +61,51 @@ final class SparkInternals {
    * The backend's {@code SparkContext} field: the one field of {@code
    * KubernetesClusterSchedulerBackend} whose type is a {@code SparkContext}.
    *
-   * @throws NoSuchFieldException when there is no such field, or more than one (which to read
-   *     would then be a guess)
+   * @throws NoSuchFieldException when there is no such field, or more than one (which to read would
+   *     then be a guess)
    */
   static Field backendSparkContextField() throws NoSuchFieldException {
     List<Field> found = new ArrayList<>();
     for (Field field : KubernetesClusterSchedulerBackend.class.getDeclaredFields()) {
-      if (!Modifier.isStatic(field.getModifiers()) && SparkContext.class.isAssignableFrom(field.getType())) {
+      if (!Modifier.isStatic(field.getModifiers())
+          && SparkContext.class.isAssignableFrom(field.getType())) {
         found.add(field);
       }
     }
     if (found.size() != 1) {
-      throw new NoSuchFieldException(KubernetesClusterSchedulerBackend.class.getName() + " declares "
-          + found.size() + " SparkContext fields " + found + " where exactly one was expected");
+      throw new NoSuchFieldException(
+          KubernetesClusterSchedulerBackend.class.getName()
+              + " declares "
+              + found.size()
+              + " SparkContext fields "
+              + found
+              + " where exactly one was expected");
     }
     return found.get(0);
   }
 
-  /** The backend's SparkContext, or null (with a WARN saying why and what follows) when it cannot be read. */
+  /**
+   * The backend's SparkContext, or null (with a WARN saying why and what follows) when it cannot be
+   * read.
+   */
   static SparkContext sparkContextOf(KubernetesClusterSchedulerBackend backend) {
     try {
       Field field = backendSparkContextField();
       field.setAccessible(true);
       SparkContext context = (SparkContext) field.get(backend);
       if (context == null) {
-        LOG.warn("The SparkContext field {} of the scheduler backend is null: the native parts stop with the "
-            + "allocator or at JVM exit, not when the application ends", field.getName());
+        LOG.warn(
+            "The SparkContext field {} of the scheduler backend is null: the native parts stop with the "
+                + "allocator or at JVM exit, not when the application ends",
+            field.getName());
       }
       return context;
     } catch (ReflectiveOperationException | RuntimeException e) {
-      LOG.warn("Could not read the SparkContext of the scheduler backend (this Spark line's "
-          + "KubernetesClusterSchedulerBackend differs from 4.2's): the native parts stop with the allocator or "
-          + "at JVM exit, not when the application ends", e);
+      LOG.warn(
+          "Could not read the SparkContext of the scheduler backend (this Spark line's "
+              + "KubernetesClusterSchedulerBackend differs from 4.2's): the native parts stop with the allocator or "
+              + "at JVM exit, not when the application ends",
+          e);
       return null;
     }
   }
@@ -106,17 +119,26 @@ final class SparkInternals {
       return allocator.EXECUTOR_ID_COUNTER().get();
     } catch (LinkageError e) {
       if (REPORTED_MISSING_COUNTER.compareAndSet(false, true)) {
-        LOG.error("Spark's ExecutorPodsAllocator.EXECUTOR_ID_COUNTER is missing on this Spark line: executor "
-            + "Services are not ensured while the native informer is off", e);
+        LOG.error(
+            "Spark's ExecutorPodsAllocator.EXECUTOR_ID_COUNTER is missing on this Spark line: executor "
+                + "Services are not ensured while the native informer is off",
+            e);
       }
       return UNKNOWN_EXECUTOR_ID;
     }
   }
 
-  /** Spark's {@code requestNewExecutors}, with the signature {@link NativeExecutorPodsAllocator} overrides. */
+  /**
+   * Spark's {@code requestNewExecutors}, with the signature {@link NativeExecutorPodsAllocator}
+   * overrides.
+   */
   static Method requestNewExecutorsMethod() throws NoSuchMethodException {
     return ExecutorPodsAllocator.class.getDeclaredMethod(
-        "requestNewExecutors", int.class, String.class, int.class, scala.collection.immutable.Set.class);
+        "requestNewExecutors",
+        int.class,
+        String.class,
+        int.class,
+        scala.collection.immutable.Set.class);
   }
 
   /**
@@ -128,9 +150,11 @@ final class SparkInternals {
       requestNewExecutorsMethod();
       return true;
     } catch (NoSuchMethodException | RuntimeException e) {
-      LOG.error("Spark's ExecutorPodsAllocator.requestNewExecutors has another signature on this Spark line, so "
-          + "the allocator's override is never called: executor Services are not ensured while the native informer "
-          + "is off (turn spark.kubernetes.executor.enableInformer on, or use a build for this Spark line)", e);
+      LOG.error(
+          "Spark's ExecutorPodsAllocator.requestNewExecutors has another signature on this Spark line, so "
+              + "the allocator's override is never called: executor Services are not ensured while the native informer "
+              + "is off (turn spark.kubernetes.executor.enableInformer on, or use a build for this Spark line)",
+          e);
       return false;
     }
   }
@@ -149,7 +173,10 @@ final class SparkInternals {
       env.metricsSystem().registerSource(source);
       return true;
     } catch (LinkageError | RuntimeException e) {
-      LOG.warn("Could not register metrics source {} with Spark's metrics system", source.sourceName(), e);
+      LOG.warn(
+          "Could not register metrics source {} with Spark's metrics system",
+          source.sourceName(),
+          e);
       return false;
     }
   }
@@ -164,7 +191,8 @@ final class SparkInternals {
     try {
       env.metricsSystem().removeSource(source);
     } catch (LinkageError | RuntimeException e) {
-      LOG.warn("Could not remove metrics source {} from Spark's metrics system", source.sourceName(), e);
+      LOG.warn(
+          "Could not remove metrics source {} from Spark's metrics system", source.sourceName(), e);
     }
   }
 }

@@ -7,8 +7,8 @@ import java.util.regex.Pattern;
 
 /**
  * One scrape of the apiserver's {@code /metrics}, reduced to what a driver costs it: requests and
- * response bytes for pods in a namespace, by verb. Cluster-scoped requests (the control plane's
- * own controllers watch every pod) are left out.
+ * response bytes for pods in a namespace, by verb. Cluster-scoped requests (the control plane's own
+ * controllers watch every pod) are left out.
  */
 final class ApiserverMetrics {
   private static final Pattern LINE = Pattern.compile("^(\\w+)\\{([^}]*)\\} (\\S+)$");
@@ -16,10 +16,13 @@ final class ApiserverMetrics {
 
   /** verb -> requests completed. */
   final Map<String, Double> completed = new HashMap<>();
+
   /** verb -> requests in flight (long-running: WATCH). */
   final Map<String, Double> inFlight = new HashMap<>();
+
   /** verb -> response bytes (LIST and GET; watch streams are not counted by the apiserver). */
   final Map<String, Double> responseBytes = new HashMap<>();
+
   /** Bytes of pod watch events the apiserver sent, to every watcher. */
   double podWatchEventBytes;
 
@@ -40,8 +43,10 @@ final class ApiserverMetrics {
       if (metric.equals("apiserver_watch_events_sizes_sum") && "Pod".equals(labels.get("kind"))) {
         m.podWatchEventBytes += value;
       }
-      boolean namespacedPods = "pods".equals(labels.get("resource")) && "".equals(labels.getOrDefault("subresource", ""))
-          && !"cluster".equals(labels.get("scope"));
+      boolean namespacedPods =
+          "pods".equals(labels.get("resource"))
+              && "".equals(labels.getOrDefault("subresource", ""))
+              && !"cluster".equals(labels.get("scope"));
       if (!namespacedPods) {
         continue;
       }
@@ -50,16 +55,20 @@ final class ApiserverMetrics {
         case "apiserver_request_total" -> m.completed.merge(verb, value, Double::sum);
         case "apiserver_longrunning_requests" -> m.inFlight.merge(verb, value, Double::sum);
         case "apiserver_response_sizes_sum" -> m.responseBytes.merge(verb, value, Double::sum);
-        default -> { }
+        default -> {}
       }
     }
     return m;
   }
 
-  /** Requests of {@code verb} started between two scrapes: those that ended plus those still open. */
+  /**
+   * Requests of {@code verb} started between two scrapes: those that ended plus those still open.
+   */
   static double started(ApiserverMetrics before, ApiserverMetrics after, String verb) {
-    return after.completed.getOrDefault(verb, 0.0) - before.completed.getOrDefault(verb, 0.0)
-        + after.inFlight.getOrDefault(verb, 0.0) - before.inFlight.getOrDefault(verb, 0.0);
+    return after.completed.getOrDefault(verb, 0.0)
+        - before.completed.getOrDefault(verb, 0.0)
+        + after.inFlight.getOrDefault(verb, 0.0)
+        - before.inFlight.getOrDefault(verb, 0.0);
   }
 
   static double bytes(ApiserverMetrics before, ApiserverMetrics after) {

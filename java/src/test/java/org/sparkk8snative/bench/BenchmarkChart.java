@@ -14,15 +14,22 @@ import java.util.Map;
 import javax.imageio.ImageIO;
 
 /**
- * The PNG next to BENCHMARKS.md: patch-to-store latency distributions (CDF) and apiserver
- * requests per driver-hour by verb. Plain Java2D, headless.
+ * The PNG next to BENCHMARKS.md: patch-to-store latency distributions (CDF) and apiserver requests
+ * per driver-hour by verb. Plain Java2D, headless.
  */
 final class BenchmarkChart {
   private static final int WIDTH = 1200;
   private static final int HEIGHT = 480;
-  private static final Map<String, Color> COLORS = Map.of(
-      "floor", new Color(120, 120, 120), "legacy", new Color(230, 120, 20),
-      "fabric8", new Color(40, 100, 200), "native", new Color(30, 160, 60));
+  private static final Map<String, Color> COLORS =
+      Map.of(
+          "floor",
+          new Color(120, 120, 120),
+          "legacy",
+          new Color(230, 120, 20),
+          "fabric8",
+          new Color(40, 100, 200),
+          "native",
+          new Color(30, 160, 60));
 
   private BenchmarkChart() {}
 
@@ -31,7 +38,8 @@ final class BenchmarkChart {
     BufferedImage image = new BufferedImage(WIDTH, HEIGHT, BufferedImage.TYPE_INT_RGB);
     Graphics2D g = image.createGraphics();
     g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
-    g.setRenderingHint(RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
+    g.setRenderingHint(
+        RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
     g.setColor(Color.WHITE);
     g.fillRect(0, 0, WIDTH, HEIGHT);
     latencies(g, report, 60, 50, 500, 360);
@@ -68,8 +76,12 @@ final class BenchmarkChart {
       g.fillRect(x + w - 220, legendY - 10, 14, 4);
       g.setColor(Color.BLACK);
       g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 12));
-      g.drawString(String.format("%s  p99 %.2f ms", run.equals("floor") ? "raw watch" : run,
-          BenchmarkReport.percentile(l, 0.99)), x + w - 200, legendY - 4);
+      g.drawString(
+          String.format(
+              "%s  p99 %.2f ms",
+              run.equals("floor") ? "raw watch" : run, BenchmarkReport.percentile(l, 0.99)),
+          x + w - 200,
+          legendY - 4);
     }
   }
 
@@ -82,7 +94,13 @@ final class BenchmarkChart {
       }
     }
     yMax *= 1.15;
-    frame(g, "Apiserver pod requests per driver-hour (" + report.plan.steadyPods() + " executors)", x, y, w, h);
+    frame(
+        g,
+        "Apiserver pod requests per driver-hour (" + report.plan.steadyPods() + " executors)",
+        x,
+        y,
+        w,
+        h);
     ticks(g, x, y, w, h, 0, null, yMax, "%.0f", 1);
     int group = w / verbs.size();
     int bar = (group - 30) / BenchmarkReport.CONTENDERS.size();
@@ -135,8 +153,17 @@ final class BenchmarkChart {
   }
 
   /** Five ticks on each axis with a non-null format. */
-  private static void ticks(Graphics2D g, int x, int y, int w, int h, double xMax, String xFormat, double yMax,
-      String yFormat, double yScale) {
+  private static void ticks(
+      Graphics2D g,
+      int x,
+      int y,
+      int w,
+      int h,
+      double xMax,
+      String xFormat,
+      double yMax,
+      String yFormat,
+      double yScale) {
     g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 11));
     for (int i = 0; i <= 4; i++) {
       if (xFormat != null) {

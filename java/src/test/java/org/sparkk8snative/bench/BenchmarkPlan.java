@@ -5,19 +5,27 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * What one benchmark run does: pod counts for the first snapshot, the steady-state population,
- * the patches, the request-counting window, and the polling interval of both the legacy polling
- * source and the listers.
+ * What one benchmark run does: pod counts for the first snapshot, the steady-state population, the
+ * patches, the request-counting window, and the polling interval of both the legacy polling source
+ * and the listers.
  */
 record BenchmarkPlan(
-    String name, List<Integer> sizes, int steadyPods, int patches, long patchIntervalMillis, long windowSeconds,
+    String name,
+    List<Integer> sizes,
+    int steadyPods,
+    int patches,
+    long patchIntervalMillis,
+    long windowSeconds,
     long pollingSeconds) {
   static final String STEADY_APP = "bench-steady";
 
   /** Spark's defaults: 30 s polling; a 120 s window holds four polls. */
-  static final BenchmarkPlan FULL = new BenchmarkPlan("full", List.of(1000, 5000, 10000), 100, 1000, 10, 120, 30);
+  static final BenchmarkPlan FULL =
+      new BenchmarkPlan("full", List.of(1000, 5000, 10000), 100, 1000, 10, 120, 30);
+
   /** A smoke check of the harness: small numbers, polling scaled down to 2 s. */
-  static final BenchmarkPlan QUICK = new BenchmarkPlan("quick", List.of(100, 300), 20, 100, 10, 8, 2);
+  static final BenchmarkPlan QUICK =
+      new BenchmarkPlan("quick", List.of(100, 300), 20, 100, 10, 8, 2);
 
   static String appId(int pods) {
     return "bench-" + pods;
@@ -36,15 +44,28 @@ record BenchmarkPlan(
   }
 
   String encode() {
-    return String.join(";", name, join(sizes), Integer.toString(steadyPods), Integer.toString(patches),
-        Long.toString(patchIntervalMillis), Long.toString(windowSeconds), Long.toString(pollingSeconds));
+    return String.join(
+        ";",
+        name,
+        join(sizes),
+        Integer.toString(steadyPods),
+        Integer.toString(patches),
+        Long.toString(patchIntervalMillis),
+        Long.toString(windowSeconds),
+        Long.toString(pollingSeconds));
   }
 
   static BenchmarkPlan parse(String encoded) {
     String[] f = encoded.split(";");
     List<Integer> sizes = Arrays.stream(f[1].split(",")).map(Integer::parseInt).toList();
-    return new BenchmarkPlan(f[0], sizes, Integer.parseInt(f[2]), Integer.parseInt(f[3]), Long.parseLong(f[4]),
-        Long.parseLong(f[5]), Long.parseLong(f[6]));
+    return new BenchmarkPlan(
+        f[0],
+        sizes,
+        Integer.parseInt(f[2]),
+        Integer.parseInt(f[3]),
+        Long.parseLong(f[4]),
+        Long.parseLong(f[5]),
+        Long.parseLong(f[6]));
   }
 
   private static String join(List<Integer> values) {

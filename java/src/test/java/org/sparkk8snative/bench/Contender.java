@@ -28,7 +28,8 @@ interface Contender {
     return null;
   }
 
-  static Contender create(String name, SparkConf conf, KubernetesClient client, ExecutorPodsSnapshotsStore store) {
+  static Contender create(
+      String name, SparkConf conf, KubernetesClient client, ExecutorPodsSnapshotsStore store) {
     return switch (name) {
       case "legacy" -> new Legacy(conf, client, store);
       case "fabric8" -> new Fabric8Informer(conf, client, store);
@@ -41,7 +42,8 @@ interface Contender {
   final class Legacy implements Contender {
     private final ExecutorPodsWatchSnapshotSource watch;
     private final ExecutorPodsPollingSnapshotSource polling;
-    private final ScheduledExecutorService pollingExecutor = Executors.newSingleThreadScheduledExecutor();
+    private final ScheduledExecutorService pollingExecutor =
+        Executors.newSingleThreadScheduledExecutor();
 
     Legacy(SparkConf conf, KubernetesClient client, ExecutorPodsSnapshotsStore store) {
       this.watch = new ExecutorPodsWatchSnapshotSource(store, client, conf);
@@ -63,54 +65,70 @@ interface Contender {
   }
 
   /**
-   * The design of Spark's informer pull request (SPARK-33737), written here with Spark's fabric8:
-   * a SharedIndexInformer on the watch source's selector feeding updatePod, and its Lister feeding
-   * replaceSnapshot every listerPollingInterval once synced (never from an unsynced cache), the first round
-   * right after the sync.
+   * The design of Spark's informer pull request (SPARK-33737), written here with Spark's fabric8: a
+   * SharedIndexInformer on the watch source's selector feeding updatePod, and its Lister feeding
+   * replaceSnapshot every listerPollingInterval once synced (never from an unsynced cache), the
+   * first round right after the sync.
    */
   final class Fabric8Informer implements Contender {
     private final KubernetesClient client;
     private final ExecutorPodsSnapshotsStore store;
     private final long listerIntervalMillis;
-    private final ScheduledExecutorService listerExecutor = Executors.newSingleThreadScheduledExecutor();
+    private final ScheduledExecutorService listerExecutor =
+        Executors.newSingleThreadScheduledExecutor();
     private SharedIndexInformer<Pod> informer;
 
     Fabric8Informer(SparkConf conf, KubernetesClient client, ExecutorPodsSnapshotsStore store) {
       this.client = client;
       this.store = store;
-      this.listerIntervalMillis = conf.getTimeAsMs(org.sparkk8snative.ConfigKeys.LISTER_POLLING_INTERVAL, org.sparkk8snative.ConfigKeys.LISTER_POLLING_INTERVAL_DEFAULT);
+      this.listerIntervalMillis =
+          conf.getTimeAsMs(
+              org.sparkk8snative.ConfigKeys.LISTER_POLLING_INTERVAL,
+              org.sparkk8snative.ConfigKeys.LISTER_POLLING_INTERVAL_DEFAULT);
     }
 
     @Override
     public void start(String applicationId) {
-      informer = client.pods()
-          .inNamespace(client.getNamespace())
-          .withLabel(Constants.SPARK_APP_ID_LABEL(), applicationId)
-          .withLabel(Constants.SPARK_ROLE_LABEL(), Constants.SPARK_POD_EXECUTOR_ROLE())
-          .withoutLabel(Constants.SPARK_EXECUTOR_INACTIVE_LABEL(), "true")
-          .runnableInformer(0);
-      informer.addEventHandler(new ResourceEventHandler<>() {
-        @Override
-        public void onAdd(Pod pod) {
-          store.updatePod(pod);
-        }
+      informer =
+          client
+              .pods()
+              .inNamespace(client.getNamespace())
+              .withLabel(Constants.SPARK_APP_ID_LABEL(), applicationId)
+              .withLabel(Constants.SPARK_ROLE_LABEL(), Constants.SPARK_POD_EXECUTOR_ROLE())
+              .withoutLabel(Constants.SPARK_EXECUTOR_INACTIVE_LABEL(), "true")
+              .runnableInformer(0);
+      informer.addEventHandler(
+          new ResourceEventHandler<>() {
+            @Override
+            public void onAdd(Pod pod) {
+              store.updatePod(pod);
+            }
 
-        @Override
-        public void onUpdate(Pod oldPod, Pod newPod) {
-          store.updatePod(newPod);
-        }
+            @Override
+            public void onUpdate(Pod oldPod, Pod newPod) {
+              store.updatePod(newPod);
+            }
 
-        @Override
-        public void onDelete(Pod pod, boolean deletedFinalStateUnknown) {
-          store.updatePod(pod);
-        }
-      });
+            @Override
+            public void onDelete(Pod pod, boolean deletedFinalStateUnknown) {
+              store.updatePod(pod);
+            }
+          });
       Lister<Pod> lister = new Lister<>(informer.getIndexer(), client.getNamespace());
-      informer.start().thenRun(() -> listerExecutor.scheduleWithFixedDelay(() -> {
-        if (informer.hasSynced()) {
-          store.replaceSnapshot(CollectionConverters.asScala(lister.list()).toSeq());
-        }
-      }, 0, listerIntervalMillis, TimeUnit.MILLISECONDS));
+      informer
+          .start()
+          .thenRun(
+              () ->
+                  listerExecutor.scheduleWithFixedDelay(
+                      () -> {
+                        if (informer.hasSynced()) {
+                          store.replaceSnapshot(
+                              CollectionConverters.asScala(lister.list()).toSeq());
+                        }
+                      },
+                      0,
+                      listerIntervalMillis,
+                      TimeUnit.MILLISECONDS));
     }
 
     @Override

@@ -25,20 +25,22 @@ import org.sparkk8snative.spark.NativeListerSnapshotSource;
 import scala.Option;
 
 /**
- * One contender in a JVM of its own, the way a driver would run it, so that heap, RSS and CPU
- * are its own. Driven by {@link SnapshotSourcesBenchmark} over stdin / stdout: it prints
- * {@code BENCH READY <phase>} and waits for a line; figures are {@code BENCH <key> <value>}.
- * The contender {@code floor} is no contender: a raw LIST and a raw watch over plain HTTPS.
+ * One contender in a JVM of its own, the way a driver would run it, so that heap, RSS and CPU are
+ * its own. Driven by {@link SnapshotSourcesBenchmark} over stdin / stdout: it prints {@code BENCH
+ * READY <phase>} and waits for a line; figures are {@code BENCH <key> <value>}. The contender
+ * {@code floor} is no contender: a raw LIST and a raw watch over plain HTTPS.
  */
 public final class ContenderProcess {
   private static final Duration SYNC_TIMEOUT = Duration.ofMinutes(3);
+
   /** Starts per pod count for the first-view figure (the median is reported). */
   private static final int REPEATS = 3;
 
   private final String contender;
   private final BenchmarkPlan plan;
   private final TestPlane plane = TestPlane.get();
-  private final BufferedReader commands = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+  private final BufferedReader commands =
+      new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
   private final long baselineHeap;
 
   private ContenderProcess(String contender, BenchmarkPlan plan) {
@@ -67,9 +69,14 @@ public final class ContenderProcess {
 
   private void runContender() throws Exception {
     SparkConf conf = sparkConf();
-    KubernetesClient client = SparkKubernetesClientFactory.createKubernetesClient(
-        plane.apiserverUrl(), Option.apply(plane.namespace()), "spark.kubernetes.authenticate",
-        SparkKubernetesClientFactory.ClientType$.MODULE$.Driver(), conf, Option.empty());
+    KubernetesClient client =
+        SparkKubernetesClientFactory.createKubernetesClient(
+            plane.apiserverUrl(),
+            Option.apply(plane.namespace()),
+            "spark.kubernetes.authenticate",
+            SparkKubernetesClientFactory.ClientType$.MODULE$.Driver(),
+            conf,
+            Option.empty());
     warmUp(conf, client);
     long nativeCpuMillis = 0;
     int largest = plan.largest();
@@ -86,7 +93,10 @@ public final class ContenderProcess {
         allPods.add(store.allPodsNanos());
         // The legacy sources' first full snapshot is the first poll, one interval after start:
         // waited for once, before the footprint is taken.
-        Duration fullWait = contender.equals("legacy") && !last ? Duration.ZERO : plan.pollingDuration().plusSeconds(15);
+        Duration fullWait =
+            contender.equals("legacy") && !last
+                ? Duration.ZERO
+                : plan.pollingDuration().plusSeconds(15);
         long full = tryAwaitNanos(store::firstFullSnapshotNanos, fullWait);
         if (full >= 0) {
           fullSnapshots.add(full);
@@ -99,7 +109,9 @@ public final class ContenderProcess {
         store.stop();
       }
       emit("first." + size + ".allPodsMs", millis(median(allPods)));
-      emit("first." + size + ".fullSnapshotMs", fullSnapshots.isEmpty() ? "-" : millis(median(fullSnapshots)));
+      emit(
+          "first." + size + ".fullSnapshotMs",
+          fullSnapshots.isEmpty() ? "-" : millis(median(fullSnapshots)));
     }
     if (contender.equals("native")) {
       measureListerRounds(conf, largest);
@@ -145,7 +157,8 @@ public final class ContenderProcess {
    * (which decodes every pod) and after the JIT has settled; median and best of the rest.
    */
   private void measureListerRounds(SparkConf conf, int size) throws InterruptedException {
-    SparkConf fast = conf.clone().set(org.sparkk8snative.ConfigKeys.LISTER_POLLING_INTERVAL, "200ms");
+    SparkConf fast =
+        conf.clone().set(org.sparkk8snative.ConfigKeys.LISTER_POLLING_INTERVAL, "200ms");
     MeasuringStore store = new MeasuringStore(size);
     Contender c = Contender.create("native", fast, null, store);
     c.start(BenchmarkPlan.appId(size));
@@ -166,7 +179,8 @@ public final class ContenderProcess {
       return;
     }
     List<NativeListerSnapshotSource.Round> settled = rounds.subList(5, rounds.size());
-    long[] total = settled.stream().mapToLong(NativeListerSnapshotSource.Round::nanos).sorted().toArray();
+    long[] total =
+        settled.stream().mapToLong(NativeListerSnapshotSource.Round::nanos).sorted().toArray();
     long[] ours = settled.stream().mapToLong(r -> r.nanos() - r.sparkNanos()).sorted().toArray();
     emit("lister.rounds", settled.size());
     emit("lister.unchangedMicros", total[total.length / 2] / 1000);
@@ -191,7 +205,8 @@ public final class ContenderProcess {
     // Untimed patches first: the first updates of a process load classes and leave a backlog.
     ready("warmup");
     Thread.sleep(1_000);
-    com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    com.sun.management.ThreadMXBean threads =
+        (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
     long allocated = threads.getTotalThreadAllocatedBytes();
     long updates = store.updates.get();
     store.countPatchesFromNow();
@@ -202,22 +217,34 @@ public final class ContenderProcess {
     }
     long events = store.updates.get() - updates;
     emit("latency.events", events);
-    emit("alloc.bytesPerEvent", (threads.getTotalThreadAllocatedBytes() - allocated) / Math.max(events, 1));
+    emit(
+        "alloc.bytesPerEvent",
+        (threads.getTotalThreadAllocatedBytes() - allocated) / Math.max(events, 1));
     emitLatencies(store.patchLatencyNanos);
   }
 
   private void runFloor() throws Exception {
-    PlaneHttp http = new PlaneHttp(plane.apiserverUrl(), plane.var("LOCALPLANE_CA_FILE"),
-        plane.var("LOCALPLANE_RESTRICTED_TOKEN_FILE"));
+    PlaneHttp http =
+        new PlaneHttp(
+            plane.apiserverUrl(),
+            plane.var("LOCALPLANE_CA_FILE"),
+            plane.var("LOCALPLANE_RESTRICTED_TOKEN_FILE"));
     String pods = "/api/v1/namespaces/" + plane.namespace() + "/pods?labelSelector=";
-    http.get(pods + PlaneHttp.executorSelector(BenchmarkPlan.appId(plan.sizes().get(0)))); // warm-up
+    http.get(
+        pods + PlaneHttp.executorSelector(BenchmarkPlan.appId(plan.sizes().get(0)))); // warm-up
     for (int size : plan.sizes()) {
       List<Long> lists = new ArrayList<>();
       int bytes = 0;
       for (int repeat = 1; repeat <= REPEATS; repeat++) {
         long began = System.nanoTime();
-        bytes = http.send(http.request(pods + PlaneHttp.executorSelector(BenchmarkPlan.appId(size))).GET().build(),
-            HttpResponse.BodyHandlers.ofByteArray()).body().length;
+        bytes =
+            http.send(
+                    http.request(pods + PlaneHttp.executorSelector(BenchmarkPlan.appId(size)))
+                        .GET()
+                        .build(),
+                    HttpResponse.BodyHandlers.ofByteArray())
+                .body()
+                .length;
         lists.add(System.nanoTime() - began);
       }
       emit("first." + size + ".allPodsMs", millis(median(lists)));
@@ -225,23 +252,42 @@ public final class ContenderProcess {
     }
 
     // A raw watch of the steady-state pods: the patches' floor.
-    String list = http.get(pods + PlaneHttp.executorSelector(BenchmarkPlan.STEADY_APP) + "&limit=1");
+    String list =
+        http.get(pods + PlaneHttp.executorSelector(BenchmarkPlan.STEADY_APP) + "&limit=1");
     Matcher rv = Pattern.compile("\"resourceVersion\":\"(\\d+)\"").matcher(list);
     if (!rv.find()) {
       throw new IllegalStateException("no resourceVersion in the list");
     }
-    java.util.concurrent.ConcurrentHashMap<Integer, Long> latencies = new java.util.concurrent.ConcurrentHashMap<>();
-    Pattern patch = Pattern.compile("\"message\":\"" + MeasuringStore.PATCH_PREFIX + "(\\d+) (\\d+)\"");
-    java.util.concurrent.atomic.AtomicLong countFrom = new java.util.concurrent.atomic.AtomicLong(Long.MAX_VALUE);
-    Stream<String> events = http.send(http.request(pods + PlaneHttp.executorSelector(BenchmarkPlan.STEADY_APP)
-        + "&watch=true&resourceVersion=" + rv.group(1)).GET().build(), HttpResponse.BodyHandlers.ofLines()).body();
-    Thread reader = new Thread(() -> events.forEach(line -> {
-      long now = System.nanoTime();
-      Matcher m = patch.matcher(line);
-      if (m.find() && Long.parseLong(m.group(2)) >= countFrom.get()) {
-        latencies.putIfAbsent(Integer.parseInt(m.group(1)), now - Long.parseLong(m.group(2)));
-      }
-    }), "bench-raw-watch");
+    java.util.concurrent.ConcurrentHashMap<Integer, Long> latencies =
+        new java.util.concurrent.ConcurrentHashMap<>();
+    Pattern patch =
+        Pattern.compile("\"message\":\"" + MeasuringStore.PATCH_PREFIX + "(\\d+) (\\d+)\"");
+    java.util.concurrent.atomic.AtomicLong countFrom =
+        new java.util.concurrent.atomic.AtomicLong(Long.MAX_VALUE);
+    Stream<String> events =
+        http.send(
+                http.request(
+                        pods
+                            + PlaneHttp.executorSelector(BenchmarkPlan.STEADY_APP)
+                            + "&watch=true&resourceVersion="
+                            + rv.group(1))
+                    .GET()
+                    .build(),
+                HttpResponse.BodyHandlers.ofLines())
+            .body();
+    Thread reader =
+        new Thread(
+            () ->
+                events.forEach(
+                    line -> {
+                      long now = System.nanoTime();
+                      Matcher m = patch.matcher(line);
+                      if (m.find() && Long.parseLong(m.group(2)) >= countFrom.get()) {
+                        latencies.putIfAbsent(
+                            Integer.parseInt(m.group(1)), now - Long.parseLong(m.group(2)));
+                      }
+                    }),
+            "bench-raw-watch");
     reader.setDaemon(true);
     reader.start();
     ready("warmup");
@@ -275,13 +321,15 @@ public final class ContenderProcess {
     System.out.flush();
   }
 
-  private static void awaitNanos(String what, LongSupplier value, Duration timeout) throws InterruptedException {
+  private static void awaitNanos(String what, LongSupplier value, Duration timeout)
+      throws InterruptedException {
     if (tryAwaitNanos(value, timeout) < 0) {
       throw new IllegalStateException("timed out after " + timeout + " waiting for " + what);
     }
   }
 
-  private static long tryAwaitNanos(LongSupplier value, Duration timeout) throws InterruptedException {
+  private static long tryAwaitNanos(LongSupplier value, Duration timeout)
+      throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     while (value.getAsLong() < 0 && System.nanoTime() < deadline) {
       Thread.sleep(5);
@@ -311,7 +359,8 @@ public final class ContenderProcess {
   }
 
   private static long processCpuNanos() {
-    return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
+    return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+        .getProcessCpuTime();
   }
 
   /** CPU time of the native runtime's threads ("spark-k8s-rt"), which the JVM does not account. */

@@ -35,13 +35,15 @@ final class ExecutorPodPopulation {
       List<Future<?>> work = new ArrayList<>();
       for (int id = 1; id <= count; id++) {
         int execId = id;
-        work.add(pool.submit(() -> {
-          createRunning(admin, namespace, applicationId, execId);
-          int n = done.incrementAndGet();
-          if (n % 2000 == 0) {
-            System.err.printf("  %s: %d / %d pods%n", applicationId, n, count);
-          }
-        }));
+        work.add(
+            pool.submit(
+                () -> {
+                  createRunning(admin, namespace, applicationId, execId);
+                  int n = done.incrementAndGet();
+                  if (n % 2000 == 0) {
+                    System.err.printf("  %s: %d / %d pods%n", applicationId, n, count);
+                  }
+                }));
       }
       for (Future<?> f : work) {
         f.get();
@@ -57,7 +59,8 @@ final class ExecutorPodPopulation {
     return applicationId + "-exec-" + execId;
   }
 
-  private static void createRunning(KubernetesClient admin, String namespace, String applicationId, long execId) {
+  private static void createRunning(
+      KubernetesClient admin, String namespace, String applicationId, long execId) {
     Pod pod = executorPod(applicationId, execId);
     try {
       pod = admin.pods().inNamespace(namespace).resource(pod).create();
@@ -73,22 +76,39 @@ final class ExecutorPodPopulation {
 
   private static Pod executorPod(String applicationId, long execId) {
     String name = podName(applicationId, execId);
-    List<EnvVar> env = List.of(
-        env("SPARK_USER", "spark"),
-        env("SPARK_DRIVER_URL", "spark://CoarseGrainedScheduler@" + applicationId + "-driver-svc.spark.svc:7078"),
-        env("SPARK_EXECUTOR_CORES", "4"),
-        env("SPARK_EXECUTOR_MEMORY", "8g"),
-        env("SPARK_APPLICATION_ID", applicationId),
-        env("SPARK_CONF_DIR", "/opt/spark/conf"),
-        env("SPARK_EXECUTOR_ID", Long.toString(execId)),
-        env("SPARK_RESOURCE_PROFILE_ID", "0"),
-        new EnvVarBuilder().withName("SPARK_EXECUTOR_POD_IP").withNewValueFrom().withNewFieldRef()
-            .withApiVersion("v1").withFieldPath("status.podIP").endFieldRef().endValueFrom().build(),
-        new EnvVarBuilder().withName("SPARK_EXECUTOR_POD_NAME").withNewValueFrom().withNewFieldRef()
-            .withApiVersion("v1").withFieldPath("metadata.name").endFieldRef().endValueFrom().build(),
-        env("SPARK_JAVA_OPT_0", "-Dspark.driver.port=7078"),
-        env("SPARK_JAVA_OPT_1", "-Dspark.driver.blockManager.port=7079"),
-        env("SPARK_LOCAL_DIRS", "/var/data/spark-0b6a6f5e-3c2d-4f3e-9a65-0a1f6c2b7d11"));
+    List<EnvVar> env =
+        List.of(
+            env("SPARK_USER", "spark"),
+            env(
+                "SPARK_DRIVER_URL",
+                "spark://CoarseGrainedScheduler@" + applicationId + "-driver-svc.spark.svc:7078"),
+            env("SPARK_EXECUTOR_CORES", "4"),
+            env("SPARK_EXECUTOR_MEMORY", "8g"),
+            env("SPARK_APPLICATION_ID", applicationId),
+            env("SPARK_CONF_DIR", "/opt/spark/conf"),
+            env("SPARK_EXECUTOR_ID", Long.toString(execId)),
+            env("SPARK_RESOURCE_PROFILE_ID", "0"),
+            new EnvVarBuilder()
+                .withName("SPARK_EXECUTOR_POD_IP")
+                .withNewValueFrom()
+                .withNewFieldRef()
+                .withApiVersion("v1")
+                .withFieldPath("status.podIP")
+                .endFieldRef()
+                .endValueFrom()
+                .build(),
+            new EnvVarBuilder()
+                .withName("SPARK_EXECUTOR_POD_NAME")
+                .withNewValueFrom()
+                .withNewFieldRef()
+                .withApiVersion("v1")
+                .withFieldPath("metadata.name")
+                .endFieldRef()
+                .endValueFrom()
+                .build(),
+            env("SPARK_JAVA_OPT_0", "-Dspark.driver.port=7078"),
+            env("SPARK_JAVA_OPT_1", "-Dspark.driver.blockManager.port=7079"),
+            env("SPARK_LOCAL_DIRS", "/var/data/spark-0b6a6f5e-3c2d-4f3e-9a65-0a1f6c2b7d11"));
     return new PodBuilder()
         .withNewMetadata()
         .withName(name)
@@ -111,15 +131,26 @@ final class ExecutorPodPopulation {
         .withImagePullPolicy("IfNotPresent")
         .withArgs("executor")
         .withEnv(env)
-        .addNewPort().withName("blockmanager").withContainerPort(7079).withProtocol("TCP").endPort()
+        .addNewPort()
+        .withName("blockmanager")
+        .withContainerPort(7079)
+        .withProtocol("TCP")
+        .endPort()
         .withNewResources()
         .addToRequests("cpu", new Quantity("4"))
         .addToRequests("memory", new Quantity("8601Mi"))
         .addToLimits("memory", new Quantity("8601Mi"))
         .endResources()
-        .addNewVolumeMount().withName("spark-local-dir-1").withMountPath("/var/data/spark-0b6a6f5e").endVolumeMount()
+        .addNewVolumeMount()
+        .withName("spark-local-dir-1")
+        .withMountPath("/var/data/spark-0b6a6f5e")
+        .endVolumeMount()
         .endContainer()
-        .addNewVolume().withName("spark-local-dir-1").withNewEmptyDir().endEmptyDir().endVolume()
+        .addNewVolume()
+        .withName("spark-local-dir-1")
+        .withNewEmptyDir()
+        .endEmptyDir()
+        .endVolume()
         .endSpec()
         .build();
   }
@@ -135,19 +166,48 @@ final class ExecutorPodPopulation {
         .withQosClass("Burstable")
         .withStartTime(at)
         .withConditions(
-            new PodConditionBuilder().withType("PodReadyToStartContainers").withStatus("True").withLastTransitionTime(at).build(),
-            new PodConditionBuilder().withType("Initialized").withStatus("True").withLastTransitionTime(at).build(),
-            new PodConditionBuilder().withType("Ready").withStatus("True").withLastTransitionTime(at).build(),
-            new PodConditionBuilder().withType("ContainersReady").withStatus("True").withLastTransitionTime(at).build(),
-            new PodConditionBuilder().withType("PodScheduled").withStatus("True").withLastTransitionTime(at).build())
-        .withContainerStatuses(new ContainerStatusBuilder()
-            .withName("spark-kubernetes-executor")
-            .withImage("docker.io/apache/spark:4.2.0")
-            .withImageID("docker.io/apache/spark@sha256:5a0f3c3d1f3e2b0c9f7e6d5c4b3a29181716151413121110f0e0d0c0b0a0908")
-            .withContainerID("containerd://4f1d2c3b4a5968778695a4b3c2d1e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091")
-            .withReady(true).withStarted(true).withRestartCount(0)
-            .withNewState().withNewRunning().withStartedAt(at).endRunning().endState()
-            .build())
+            new PodConditionBuilder()
+                .withType("PodReadyToStartContainers")
+                .withStatus("True")
+                .withLastTransitionTime(at)
+                .build(),
+            new PodConditionBuilder()
+                .withType("Initialized")
+                .withStatus("True")
+                .withLastTransitionTime(at)
+                .build(),
+            new PodConditionBuilder()
+                .withType("Ready")
+                .withStatus("True")
+                .withLastTransitionTime(at)
+                .build(),
+            new PodConditionBuilder()
+                .withType("ContainersReady")
+                .withStatus("True")
+                .withLastTransitionTime(at)
+                .build(),
+            new PodConditionBuilder()
+                .withType("PodScheduled")
+                .withStatus("True")
+                .withLastTransitionTime(at)
+                .build())
+        .withContainerStatuses(
+            new ContainerStatusBuilder()
+                .withName("spark-kubernetes-executor")
+                .withImage("docker.io/apache/spark:4.2.0")
+                .withImageID(
+                    "docker.io/apache/spark@sha256:5a0f3c3d1f3e2b0c9f7e6d5c4b3a29181716151413121110f0e0d0c0b0a0908")
+                .withContainerID(
+                    "containerd://4f1d2c3b4a5968778695a4b3c2d1e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091")
+                .withReady(true)
+                .withStarted(true)
+                .withRestartCount(0)
+                .withNewState()
+                .withNewRunning()
+                .withStartedAt(at)
+                .endRunning()
+                .endState()
+                .build())
         .build();
   }
 

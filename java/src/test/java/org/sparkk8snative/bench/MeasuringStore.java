@@ -12,10 +12,10 @@ import scala.jdk.javaapi.CollectionConverters;
 import scala.runtime.BoxedUnit;
 
 /**
- * Spark's real {@code ExecutorPodsSnapshotsStoreImpl}, with one subscriber at Spark's default
- * batch interval (as the lifecycle manager has), and the clocks the benchmark reads: when the
- * store first held every expected pod, when the first full snapshot came, and when each
- * benchmark patch (its sequence number and send time are in the pod's status message) arrived.
+ * Spark's real {@code ExecutorPodsSnapshotsStoreImpl}, with one subscriber at Spark's default batch
+ * interval (as the lifecycle manager has), and the clocks the benchmark reads: when the store first
+ * held every expected pod, when the first full snapshot came, and when each benchmark patch (its
+ * sequence number and send time are in the pod's status message) arrived.
  */
 final class MeasuringStore extends ForwardingSnapshotsStore {
   /** Status message of a benchmark patch: {@code bench <seq> <System.nanoTime() at send>}. */
@@ -28,8 +28,10 @@ final class MeasuringStore extends ForwardingSnapshotsStore {
   private final AtomicLong firstFullSnapshotNanos = new AtomicLong(-1);
   final AtomicLong updates = new AtomicLong();
   final AtomicLong replacements = new AtomicLong();
+
   /** Patch sequence number -> nanoseconds from the PATCH being sent to the store holding it. */
   final ConcurrentHashMap<Integer, Long> patchLatencyNanos = new ConcurrentHashMap<>();
+
   /** Patches sent before this are an earlier run's, still in the pods' status: not counted. */
   private volatile long countPatchesSentFrom = Long.MAX_VALUE;
 

@@ -29,27 +29,32 @@ final class PlaneHttp {
       KeyStore trust = KeyStore.getInstance(KeyStore.getDefaultType());
       trust.load(null, null);
       try (InputStream in = Files.newInputStream(Paths.get(caFile))) {
-        trust.setCertificateEntry("plane-ca", CertificateFactory.getInstance("X.509").generateCertificate(in));
+        trust.setCertificateEntry(
+            "plane-ca", CertificateFactory.getInstance("X.509").generateCertificate(in));
       }
-      TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+      TrustManagerFactory tmf =
+          TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
       tmf.init(trust);
       SSLContext tls = SSLContext.getInstance("TLS");
       tls.init(null, tmf.getTrustManagers(), null);
-      this.http = HttpClient.newBuilder().sslContext(tls).connectTimeout(Duration.ofSeconds(10)).build();
+      this.http =
+          HttpClient.newBuilder().sslContext(tls).connectTimeout(Duration.ofSeconds(10)).build();
     } catch (Exception e) {
       throw new IllegalStateException("cannot set up HTTPS to " + base, e);
     }
   }
 
   HttpRequest.Builder request(String path) {
-    return HttpRequest.newBuilder(URI.create(base + path)).header("Authorization", "Bearer " + token);
+    return HttpRequest.newBuilder(URI.create(base + path))
+        .header("Authorization", "Bearer " + token);
   }
 
   <T> HttpResponse<T> send(HttpRequest request, HttpResponse.BodyHandler<T> body) {
     try {
       HttpResponse<T> response = http.send(request, body);
       if (response.statusCode() / 100 != 2) {
-        throw new IllegalStateException(request.method() + " " + request.uri() + ": HTTP " + response.statusCode());
+        throw new IllegalStateException(
+            request.method() + " " + request.uri() + ": HTTP " + response.statusCode());
       }
       return response;
     } catch (java.io.IOException e) {
@@ -66,10 +71,11 @@ final class PlaneHttp {
 
   /** A JSON merge patch of a pod's status subresource. */
   void patchPodStatus(String namespace, String pod, String statusJson) {
-    HttpRequest patch = request("/api/v1/namespaces/" + namespace + "/pods/" + pod + "/status")
-        .header("Content-Type", "application/merge-patch+json")
-        .method("PATCH", HttpRequest.BodyPublishers.ofString("{\"status\":" + statusJson + "}"))
-        .build();
+    HttpRequest patch =
+        request("/api/v1/namespaces/" + namespace + "/pods/" + pod + "/status")
+            .header("Content-Type", "application/merge-patch+json")
+            .method("PATCH", HttpRequest.BodyPublishers.ofString("{\"status\":" + statusJson + "}"))
+            .build();
     send(patch, HttpResponse.BodyHandlers.discarding());
   }
 

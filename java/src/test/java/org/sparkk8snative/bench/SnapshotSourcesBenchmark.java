@@ -15,9 +15,9 @@ import org.sparkk8snative.TestPlane;
 
 /**
  * The three-way benchmark: Spark's legacy watch + polling sources, a fabric8 informer + lister
- * (Spark's informer pull request), and the native sources, each feeding Spark's real snapshot
- * store in a JVM of its own, one after the other on the same control plane; plus the floors (a
- * raw LIST, a raw watch). Writes BENCHMARKS.md's JVM section and a PNG chart.
+ * (Spark's informer pull request), and the native sources, each feeding Spark's real snapshot store
+ * in a JVM of its own, one after the other on the same control plane; plus the floors (a raw LIST,
+ * a raw watch). Writes BENCHMARKS.md's JVM section and a PNG chart.
  *
  * <p>Usage: {@code SnapshotSourcesBenchmark full|quick <BENCHMARKS.md> <chart.png>}; the control
  * plane is the one named by {@code -Dspark.k8s.native.test.planeEnv}.
@@ -28,13 +28,17 @@ public final class SnapshotSourcesBenchmark {
   private final BenchmarkPlan plan;
   private final TestPlane plane = TestPlane.get();
   private final PlaneHttp admin;
+
   /** Run name -> figure key -> value, in run order. */
   private final Map<String, Map<String, String>> figures = new LinkedHashMap<>();
 
   private SnapshotSourcesBenchmark(BenchmarkPlan plan) {
     this.plan = plan;
-    this.admin = new PlaneHttp(plane.apiserverUrl(), plane.var("LOCALPLANE_CA_FILE"),
-        plane.var("LOCALPLANE_ADMIN_TOKEN_FILE"));
+    this.admin =
+        new PlaneHttp(
+            plane.apiserverUrl(),
+            plane.var("LOCALPLANE_CA_FILE"),
+            plane.var("LOCALPLANE_ADMIN_TOKEN_FILE"));
   }
 
   public static void main(String[] args) throws Exception {
@@ -49,8 +53,9 @@ public final class SnapshotSourcesBenchmark {
         bench.run(run);
       }
     }
-    BenchmarkReport report = new BenchmarkReport(plan, bench.figures,
-        TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - began));
+    BenchmarkReport report =
+        new BenchmarkReport(
+            plan, bench.figures, TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - began));
     report.writeMarkdown(Paths.get(args[1]));
     BenchmarkChart.write(report, Paths.get(args[2]));
     System.out.println(report.headline());
@@ -63,11 +68,17 @@ public final class SnapshotSourcesBenchmark {
   }
 
   private void populate() {
-    progress("creating executor pods (Spark-shaped, Running): " + plan.steadyPods() + " + " + plan.sizes());
+    progress(
+        "creating executor pods (Spark-shaped, Running): "
+            + plan.steadyPods()
+            + " + "
+            + plan.sizes());
     long began = System.nanoTime();
-    ExecutorPodPopulation.create(plane.admin(), plane.namespace(), BenchmarkPlan.STEADY_APP, plan.steadyPods());
+    ExecutorPodPopulation.create(
+        plane.admin(), plane.namespace(), BenchmarkPlan.STEADY_APP, plan.steadyPods());
     for (int size : plan.sizes()) {
-      ExecutorPodPopulation.create(plane.admin(), plane.namespace(), BenchmarkPlan.appId(size), size);
+      ExecutorPodPopulation.create(
+          plane.admin(), plane.namespace(), BenchmarkPlan.appId(size), size);
     }
     progress(String.format("pods created in %.1f s", (System.nanoTime() - began) / 1e9));
   }
@@ -76,9 +87,13 @@ public final class SnapshotSourcesBenchmark {
     progress("contender " + name + ": own JVM");
     Map<String, String> results = new LinkedHashMap<>();
     figures.put(name, results);
-    Process child = new ProcessBuilder(childCommand(name)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    Process child =
+        new ProcessBuilder(childCommand(name))
+            .redirectError(ProcessBuilder.Redirect.INHERIT)
+            .start();
     PrintWriter commands = new PrintWriter(child.getOutputStream(), true, StandardCharsets.UTF_8);
-    try (BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
+    try (BufferedReader out =
+        new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
       String line;
       while ((line = out.readLine()) != null) {
         if (!line.startsWith("BENCH ")) {
@@ -103,7 +118,8 @@ public final class SnapshotSourcesBenchmark {
     }
     if (!child.waitFor(5, TimeUnit.MINUTES) || child.exitValue() != 0) {
       child.destroyForcibly();
-      throw new IllegalStateException("contender " + name + " failed (exit " + child.exitValue() + ")");
+      throw new IllegalStateException(
+          "contender " + name + " failed (exit " + child.exitValue() + ")");
     }
   }
 
@@ -113,14 +129,18 @@ public final class SnapshotSourcesBenchmark {
     command.add("-Xmx2g");
     // The same flags as this JVM (Spark's --add-opens, library path, plane), a heap of its own.
     for (String arg : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-      if (!arg.startsWith("-Xmx") && !arg.startsWith("-Xms") && !arg.startsWith("-agent") && !arg.startsWith("-javaagent")) {
+      if (!arg.startsWith("-Xmx")
+          && !arg.startsWith("-Xms")
+          && !arg.startsWith("-agent")
+          && !arg.startsWith("-javaagent")) {
         command.add(arg);
       }
     }
     // BENCH_JFR=dir records each contender with Java Flight Recorder (profiling by hand).
     String jfr = System.getenv().getOrDefault("BENCH_JFR", "");
     if (!jfr.isEmpty()) {
-      command.add("-XX:StartFlightRecording=settings=profile,filename=" + jfr + "/" + name + ".jfr");
+      command.add(
+          "-XX:StartFlightRecording=settings=profile,filename=" + jfr + "/" + name + ".jfr");
     }
     command.add("-cp");
     command.add(System.getProperty("java.class.path"));
@@ -139,9 +159,12 @@ public final class SnapshotSourcesBenchmark {
     ApiserverMetrics after = ApiserverMetrics.scrape(admin);
     double hours = (System.nanoTime() - began) / 3.6e12;
     for (String verb : List.of("LIST", "WATCH", "GET")) {
-      results.put("requests." + verb + ".perHour", String.format("%.0f", ApiserverMetrics.started(before, after, verb) / hours));
+      results.put(
+          "requests." + verb + ".perHour",
+          String.format("%.0f", ApiserverMetrics.started(before, after, verb) / hours));
     }
-    results.put("bytes.perHour", String.format("%.0f", ApiserverMetrics.bytes(before, after) / hours));
+    results.put(
+        "bytes.perHour", String.format("%.0f", ApiserverMetrics.bytes(before, after) / hours));
     for (String verb : after.responseBytes.keySet()) {
       double b = after.responseBytes.get(verb) - before.responseBytes.getOrDefault(verb, 0.0);
       results.put("bytes." + verb + ".perHour", String.format("%.0f", b / hours));
@@ -159,8 +182,11 @@ public final class SnapshotSourcesBenchmark {
       if (wait > 0) {
         TimeUnit.NANOSECONDS.sleep(wait);
       }
-      String pod = ExecutorPodPopulation.podName(BenchmarkPlan.STEADY_APP, seq % plan.steadyPods() + 1);
-      admin.patchPodStatus(plane.namespace(), pod,
+      String pod =
+          ExecutorPodPopulation.podName(BenchmarkPlan.STEADY_APP, seq % plan.steadyPods() + 1);
+      admin.patchPodStatus(
+          plane.namespace(),
+          pod,
           "{\"message\":\"" + MeasuringStore.PATCH_PREFIX + seq + " " + System.nanoTime() + "\"}");
     }
   }

@@ -25,8 +25,8 @@ import scala.jdk.javaapi.CollectionConverters;
 /**
  * The demo: a real Spark driver (client mode, k8s:// master = the local control plane) runs with
  * the native informer, then with Spark's legacy sources, for the same script of executor events
- * played as the kubelet; each second it prints what Spark's allocator sees and the apiserver's
- * LIST and WATCH requests for the app's executor pods (from the audit log).
+ * played as the kubelet; each second it prints what Spark's allocator sees and the apiserver's LIST
+ * and WATCH requests for the app's executor pods (from the audit log).
  */
 public final class NativeInformerDemo {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -37,23 +37,30 @@ public final class NativeInformerDemo {
 
   public static void main(String[] args) throws Exception {
     TestPlane plane = TestPlane.get();
-    System.out.printf("%nLocal control plane: %s (namespace %s)%n", plane.apiserverUrl(), plane.namespace());
-    System.out.printf("Polling interval scaled down from 30s to %s for a %ds run, for both modes.%n", POLLING, SECONDS);
+    System.out.printf(
+        "%nLocal control plane: %s (namespace %s)%n", plane.apiserverUrl(), plane.namespace());
+    System.out.printf(
+        "Polling interval scaled down from 30s to %s for a %ds run, for both modes.%n",
+        POLLING, SECONDS);
     Counts nativeCounts = run(plane, true);
     Counts legacyCounts = run(plane, false);
-    System.out.printf("%n%-34s %6s %6s %15s %16s%n", "executor pod requests", "LIST", "WATCH", "LIST per hour*",
-        "WATCH per hour");
+    System.out.printf(
+        "%n%-34s %6s %6s %15s %16s%n",
+        "executor pod requests", "LIST", "WATCH", "LIST per hour*", "WATCH per hour");
     print("native informer + lister", nativeCounts);
     print("Spark's watch + polling (legacy)", legacyCounts);
-    System.out.printf("* at Spark's default 30s interval, per driver. The native watch ends and resumes from its%n"
-        + "  resourceVersion every 10s (two thirds of the stale bound), served from the watch cache.%n");
+    System.out.printf(
+        "* at Spark's default 30s interval, per driver. The native watch ends and resumes from its%n"
+            + "  resourceVersion every 10s (two thirds of the stale bound), served from the watch cache.%n");
     System.exit(0); // Spark leaves non-daemon threads behind in client mode
   }
 
   private static void print(String name, Counts c) {
     double pollsPerRun = c.lists;
     double perHour = pollsPerRun * (3600.0 / SECONDS) * (parseSeconds(POLLING) / 30.0);
-    System.out.printf("%-34s %6d %6d %15.0f %16.0f%n", name, c.lists, c.watches, perHour, c.watches * 3600.0 / SECONDS);
+    System.out.printf(
+        "%-34s %6d %6d %15.0f %16.0f%n",
+        name, c.lists, c.watches, perHour, c.watches * 3600.0 / SECONDS);
   }
 
   private static double parseSeconds(String d) {
@@ -63,21 +70,26 @@ public final class NativeInformerDemo {
   private static Counts run(TestPlane plane, boolean nativeInformer) throws Exception {
     String mode = nativeInformer ? "native informer + lister" : "Spark's legacy watch + polling";
     System.out.printf("%n=== %s ===%n", mode);
-    SparkConf conf = new SparkConf(false)
-        .setMaster("k8s://" + plane.apiserverUrl())
-        .setAppName("spark-k8s-native-demo")
-        .set("spark.kubernetes.namespace", plane.namespace())
-        .set("spark.kubernetes.authenticate.caCertFile", plane.var("LOCALPLANE_CA_FILE"))
-        .set("spark.kubernetes.authenticate.oauthTokenFile", plane.var("LOCALPLANE_RESTRICTED_TOKEN_FILE"))
-        .set("spark.kubernetes.container.image", "spark:4.0.0")
-        .set("spark.executor.instances", "3")
-        .set("spark.driver.host", "127.0.0.1")
-        .set("spark.driver.bindAddress", "127.0.0.1")
-        .set("spark.ui.enabled", "false")
-        .set("spark.kubernetes.allocation.pods.allocator", NativeExecutorPodsAllocator.class.getName())
-        .set("spark.kubernetes.executor.apiPollingInterval", POLLING)
-        .set("spark.kubernetes.executor.listerPollingInterval", POLLING)
-        .set("spark.kubernetes.executor.enableInformer", Boolean.toString(nativeInformer));
+    SparkConf conf =
+        new SparkConf(false)
+            .setMaster("k8s://" + plane.apiserverUrl())
+            .setAppName("spark-k8s-native-demo")
+            .set("spark.kubernetes.namespace", plane.namespace())
+            .set("spark.kubernetes.authenticate.caCertFile", plane.var("LOCALPLANE_CA_FILE"))
+            .set(
+                "spark.kubernetes.authenticate.oauthTokenFile",
+                plane.var("LOCALPLANE_RESTRICTED_TOKEN_FILE"))
+            .set("spark.kubernetes.container.image", "spark:4.0.0")
+            .set("spark.executor.instances", "3")
+            .set("spark.driver.host", "127.0.0.1")
+            .set("spark.driver.bindAddress", "127.0.0.1")
+            .set("spark.ui.enabled", "false")
+            .set(
+                "spark.kubernetes.allocation.pods.allocator",
+                NativeExecutorPodsAllocator.class.getName())
+            .set("spark.kubernetes.executor.apiPollingInterval", POLLING)
+            .set("spark.kubernetes.executor.listerPollingInterval", POLLING)
+            .set("spark.kubernetes.executor.enableInformer", Boolean.toString(nativeInformer));
     SparkContext sc = new SparkContext(conf);
     String appId = sc.applicationId();
     ExecutorPodsAllocator allocator = allocatorOf(sc);
@@ -86,7 +98,9 @@ public final class NativeInformerDemo {
         Thread.sleep(1000);
         playKubelet(plane, appId, t);
         Counts c = count(plane, appId);
-        System.out.printf("t=%2ds  Spark sees: %-60s  LIST %2d  WATCH %2d%n", t, sparkView(allocator), c.lists, c.watches);
+        System.out.printf(
+            "t=%2ds  Spark sees: %-60s  LIST %2d  WATCH %2d%n",
+            t, sparkView(allocator), c.lists, c.watches);
       }
     } finally {
       sc.stop();
@@ -95,9 +109,19 @@ public final class NativeInformerDemo {
     return count(plane, appId);
   }
 
-  /** The script: new pods run after a second; at 12s executor 1 is OOM-killed; at 22s executor 2 is deleted. */
+  /**
+   * The script: new pods run after a second; at 12s executor 1 is OOM-killed; at 22s executor 2 is
+   * deleted.
+   */
   private static void playKubelet(TestPlane plane, String appId, int t) {
-    for (Pod pod : plane.admin().pods().inNamespace(plane.namespace()).withLabel("spark-app-selector", appId).list().getItems()) {
+    for (Pod pod :
+        plane
+            .admin()
+            .pods()
+            .inNamespace(plane.namespace())
+            .withLabel("spark-app-selector", appId)
+            .list()
+            .getItems()) {
       String name = pod.getMetadata().getName();
       String id = pod.getMetadata().getLabels().get("spark-exec-id");
       String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
@@ -113,8 +137,10 @@ public final class NativeInformerDemo {
 
   private static String sparkView(ExecutorPodsAllocator allocator) {
     Map<Long, String> view = new TreeMap<>();
-    Map<Object, ExecutorPodState> pods = CollectionConverters.asJava(allocator.lastSnapshot().executorPods());
-    pods.forEach((id, state) -> view.put((Long) id, state.getClass().getSimpleName().replace("Pod", "")));
+    Map<Object, ExecutorPodState> pods =
+        CollectionConverters.asJava(allocator.lastSnapshot().executorPods());
+    pods.forEach(
+        (id, state) -> view.put((Long) id, state.getClass().getSimpleName().replace("Pod", "")));
     List<String> parts = new ArrayList<>();
     view.forEach((id, state) -> parts.add(id + ":" + state));
     return String.join(" ", parts);
@@ -130,7 +156,8 @@ public final class NativeInformerDemo {
           continue;
         }
         JsonNode e = JSON.readTree(line);
-        if (!"ResponseStarted".equals(e.path("stage").asText()) && !"ResponseComplete".equals(e.path("stage").asText())) {
+        if (!"ResponseStarted".equals(e.path("stage").asText())
+            && !"ResponseComplete".equals(e.path("stage").asText())) {
           continue;
         }
         String verb = e.path("verb").asText();
@@ -145,8 +172,10 @@ public final class NativeInformerDemo {
     return new Counts(lists, watches);
   }
 
-  private static ExecutorPodsAllocator allocatorOf(SparkContext sc) throws ReflectiveOperationException {
-    KubernetesClusterSchedulerBackend backend = (KubernetesClusterSchedulerBackend) sc.schedulerBackend();
+  private static ExecutorPodsAllocator allocatorOf(SparkContext sc)
+      throws ReflectiveOperationException {
+    KubernetesClusterSchedulerBackend backend =
+        (KubernetesClusterSchedulerBackend) sc.schedulerBackend();
     for (Field f : KubernetesClusterSchedulerBackend.class.getDeclaredFields()) {
       if (AbstractPodsAllocator.class.isAssignableFrom(f.getType())) {
         f.setAccessible(true);

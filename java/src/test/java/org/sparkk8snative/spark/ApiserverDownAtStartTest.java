@@ -29,12 +29,18 @@ class ApiserverDownAtStartTest {
       assertTrue(tookMillis < 1_000, "start took " + tookMillis + " ms");
       Thread.sleep(1_500);
       assertEquals(0, store.replacements.get());
-      assertTrue(sources.informer().health().description().startsWith("Degraded"), sources.informer().health().description());
+      assertTrue(
+          sources.informer().health().description().startsWith("Degraded"),
+          sources.informer().health().description());
     } finally {
       plane.control("POST", "/apiserver/start");
     }
-    eventually("a full snapshot once the apiserver is up", Duration.ofSeconds(60), () -> store.replacements.get() > 0);
-    eventually("executor 1 in Spark's snapshot", Duration.ofSeconds(10), () -> store.latestOf(1) != null);
+    eventually(
+        "a full snapshot once the apiserver is up",
+        Duration.ofSeconds(60),
+        () -> store.replacements.get() > 0);
+    eventually(
+        "executor 1 in Spark's snapshot", Duration.ofSeconds(10), () -> store.latestOf(1) != null);
     assertTrue(sources.informer().health().errors() > 0);
     sources.stop();
     store.stop();

@@ -35,14 +35,14 @@ import org.sparkk8snative.TestPlane;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * The chaos run. On a real control plane of its own, executor pods churn at random
- * ({@link PodChurn}) while the apiserver is restarted, the watch is forced to relist through 410
- * Gone, the connection is black-holed for longer than the stale bound, and the apiserver answers
- * 429 in bursts. The native sources feed Spark's real store ({@link RecordingStore}). Checked
- * throughout and at the end: the final snapshot equals a LIST; every pod's last state reached the
- * store, in order; no full snapshot came from an unsynced or stale cache, so Spark's missing-pod
- * rule removed no healthy executor; health went Degraded during each fault and Synced after; every
- * live executor has exactly one Service.
+ * The chaos run. On a real control plane of its own, executor pods churn at random ({@link
+ * PodChurn}) while the apiserver is restarted, the watch is forced to relist through 410 Gone, the
+ * connection is black-holed for longer than the stale bound, and the apiserver answers 429 in
+ * bursts. The native sources feed Spark's real store ({@link RecordingStore}). Checked throughout
+ * and at the end: the final snapshot equals a LIST; every pod's last state reached the store, in
+ * order; no full snapshot came from an unsynced or stale cache, so Spark's missing-pod rule removed
+ * no healthy executor; health went Degraded during each fault and Synced after; every live executor
+ * has exactly one Service.
  *
  * <p>It runs in both configurations of the apiserver: with its watch cache off, a restart resumes
  * the watch and a compaction behind a held watch forces a 410; with the watch cache on (every real
@@ -59,22 +59,33 @@ class ChaosRunTest {
   private static final int SECONDS = Integer.getInteger("chaos.seconds", 60);
 
   private static final long LISTER_INTERVAL_MS = 500;
+
   /**
-   * Spark removes an executor missing from a full snapshot once registered longer than this: Spark's
-   * default. Longer than the informer is ever blind here (a fault plus its backoff), so a removal can
-   * only come from a cache that lost a pod, not from a fault outlasting the delta (see resumeRaces).
+   * Spark removes an executor missing from a full snapshot once registered longer than this:
+   * Spark's default. Longer than the informer is ever blind here (a fault plus its backoff), so a
+   * removal can only come from a cache that lost a pod, not from a fault outlasting the delta (see
+   * resumeRaces).
    */
   private static final long MISSING_POD_DETECT_DELTA_MS = 30_000;
+
   /** The lister refuses a cache silent for longer; faults of a few seconds outlast it. */
   private static final long STALE_BOUND_MS = 2_000;
+
   /** Time between the lister's readiness check and the store receiving the snapshot (decoding). */
   private static final long HANDOVER_SLACK_MS = 500;
-  /** From a write's answer to the pod in the informer's cache, on a loaded 2-core machine, at most. */
+
+  /**
+   * From a write's answer to the pod in the informer's cache, on a loaded 2-core machine, at most.
+   */
   private static final long PROPAGATION_SLACK_MS = 1_000;
+
   private static final int MIN_PODS = 200;
 
   private enum Kind {
-    RESTART("restarts", 5), RELIST_410("relists410", 3), BLACKHOLE("blackholes", 3), THROTTLE("throttles", 3);
+    RESTART("restarts", 5),
+    RELIST_410("relists410", 3),
+    BLACKHOLE("blackholes", 3),
+    THROTTLE("throttles", 3);
 
     final String label;
     final int atLeast;
@@ -85,23 +96,31 @@ class ChaosRunTest {
     }
   }
 
-  /** The faults a configuration can inject: compaction forces a 410 only without the watch cache. */
+  /**
+   * The faults a configuration can inject: compaction forces a 410 only without the watch cache.
+   */
   private static List<Kind> kinds(boolean watchCache) {
-    return watchCache ? List.of(Kind.RESTART, Kind.BLACKHOLE, Kind.THROTTLE) : List.of(Kind.values());
+    return watchCache
+        ? List.of(Kind.RESTART, Kind.BLACKHOLE, Kind.THROTTLE)
+        : List.of(Kind.values());
   }
 
   /** One injected fault and what the informer did about it. */
   private static final class Fault {
     final Kind kind;
+
     /** Black hole, 429 burst: its length; 410: how long the watch is held while etcd moves on. */
     final long millis;
+
     long start;
     long end;
     long recovered;
     long relistsBefore;
     long relistsAfter;
+
     /** 429 answers the proxy served during the fault. */
     long throttledServed;
+
     boolean degraded;
 
     Fault(Kind kind, long millis) {
@@ -111,8 +130,13 @@ class ChaosRunTest {
 
     @Override
     public String toString() {
-      return String.format("%-10s %5d ms: %s, synced %5d ms after it ended, relists +%d, 429s served %d", kind.label,
-          end - start, degraded ? "Degraded seen" : "Degraded NOT seen", recovered - end, relistsAfter - relistsBefore,
+      return String.format(
+          "%-10s %5d ms: %s, synced %5d ms after it ended, relists +%d, 429s served %d",
+          kind.label,
+          end - start,
+          degraded ? "Degraded seen" : "Degraded NOT seen",
+          recovered - end,
+          relistsAfter - relistsBefore,
           throttledServed);
     }
   }
@@ -127,13 +151,18 @@ class ChaosRunTest {
   private boolean passed;
   private volatile boolean sampling = true;
   private final List<Sample> samples = Collections.synchronizedList(new ArrayList<>());
+
   /** Full snapshots Spark must never have received, found as they came. */
   private final List<String> unsyncedOrStale = Collections.synchronizedList(new ArrayList<>());
+
   private final List<String> spuriousRemovals = Collections.synchronizedList(new ArrayList<>());
+
   /** Full snapshots lacking a pod created longer ago than the stale bound allows. */
   private final List<String> laggingSnapshots = Collections.synchronizedList(new ArrayList<>());
+
   /** The same, in the first snapshot after the lister was not ready (after an outage). */
   private final List<String> resumeRaces = Collections.synchronizedList(new ArrayList<>());
+
   private long previousSnapshotAt;
   private volatile long longestMissing;
 
@@ -150,9 +179,13 @@ class ChaosRunTest {
       sampler.join(5_000);
     }
     if (plane != null) {
-      if (!passed) { // what the apiserver saw, for the post-mortem (the plane's directory goes with it)
+      if (!passed) { // what the apiserver saw, for the post-mortem (the plane's directory goes with
+        // it)
         Path kept = Paths.get("target", "chaos-audit-" + SEED + ".log").toAbsolutePath();
-        Files.copy(Paths.get(plane.var("LOCALPLANE_AUDIT_LOG")), kept, StandardCopyOption.REPLACE_EXISTING);
+        Files.copy(
+            Paths.get(plane.var("LOCALPLANE_AUDIT_LOG")),
+            kept,
+            StandardCopyOption.REPLACE_EXISTING);
         System.out.println("chaos: the apiserver's audit log is kept in " + kept);
       }
       plane.stop();
@@ -161,30 +194,56 @@ class ChaosRunTest {
 
   @Test
   @Timeout(value = 30, unit = TimeUnit.MINUTES)
-  void withoutTheWatchCacheTheNativeSourcesKeepSparksStoreRightThroughChurnAndFaults() throws Exception {
+  void withoutTheWatchCacheTheNativeSourcesKeepSparksStoreRightThroughChurnAndFaults()
+      throws Exception {
     run(false);
   }
 
   @Test
   @Timeout(value = 30, unit = TimeUnit.MINUTES)
-  void withTheWatchCacheTheNativeSourcesKeepSparksStoreRightThroughChurnAndFaults() throws Exception {
+  void withTheWatchCacheTheNativeSourcesKeepSparksStoreRightThroughChurnAndFaults()
+      throws Exception {
     run(true);
   }
 
   private void run(boolean watchCache) throws Exception {
     String config = "watchCache=" + watchCache;
-    System.out.println("chaos " + config + " seed=" + SEED + " seconds=" + SECONDS + " (replay: -Dchaos.seed=" + SEED + ")");
+    System.out.println(
+        "chaos "
+            + config
+            + " seed="
+            + SEED
+            + " seconds="
+            + SECONDS
+            + " (replay: -Dchaos.seed="
+            + SEED
+            + ")");
     long began = System.currentTimeMillis();
     plane = TestPlane.start("chaos", "--watch-cache=" + watchCache);
     String app = TestPlane.uniqueAppId("chaos");
-    Pod driver = plane.admin().pods().resource(new PodBuilder()
-        .withNewMetadata().withName(app + "-driver").addToLabels("spark-role", "driver").endMetadata()
-        .withNewSpec().addNewContainer().withName("driver").withImage("spark:4.0.0").endContainer().endSpec()
-        .build()).create();
+    Pod driver =
+        plane
+            .admin()
+            .pods()
+            .resource(
+                new PodBuilder()
+                    .withNewMetadata()
+                    .withName(app + "-driver")
+                    .addToLabels("spark-role", "driver")
+                    .endMetadata()
+                    .withNewSpec()
+                    .addNewContainer()
+                    .withName("driver")
+                    .withImage("spark:4.0.0")
+                    .endContainer()
+                    .endSpec()
+                    .build())
+            .create();
 
     churn = new PodChurn(plane, app, SEED);
     store = new RecordingStore(this::healthNow, this::check);
-    Map<String, String> conf = plane.sparkConf(true); // through the fault proxy: black holes and 429s hit the informer
+    Map<String, String> conf =
+        plane.sparkConf(true); // through the fault proxy: black holes and 429s hit the informer
     conf.put("spark.kubernetes.executor.listerPollingInterval", LISTER_INTERVAL_MS + "ms");
     conf.put("spark.kubernetes.executor.missingPodDetectDelta", MISSING_POD_DETECT_DELTA_MS + "ms");
     conf.put("spark.kubernetes.native.lister.staleBound", STALE_BOUND_MS + "ms");
@@ -203,82 +262,157 @@ class ChaosRunTest {
     churn.start();
     Thread.sleep(3_000); // some pods before the first fault
     long faultsBegan = System.currentTimeMillis();
-    List<Fault> faults = injectFaults(informer, kinds(watchCache), new Random(SEED ^ 0x5DEECE66DL), faultsBegan);
+    List<Fault> faults =
+        injectFaults(informer, kinds(watchCache), new Random(SEED ^ 0x5DEECE66DL), faultsBegan);
     long faultsMillis = System.currentTimeMillis() - faultsBegan;
     churn.stop();
     plane.control("POST", "/proxy/normal");
     waitSynced(informer, "sync after the last fault");
 
     // The apiserver's truth, read directly (not through the proxy), once nothing changes any more.
-    Map<String, Pod> truth = plane.admin().pods()
-        .withLabel("spark-app-selector", app).withLabel("spark-role", "executor")
-        .withoutLabel("spark-exec-inactive", "true")
-        .list().getItems().stream().collect(Collectors.toMap(p -> p.getMetadata().getName(), p -> p));
+    Map<String, Pod> truth =
+        plane
+            .admin()
+            .pods()
+            .withLabel("spark-app-selector", app)
+            .withLabel("spark-role", "executor")
+            .withoutLabel("spark-exec-inactive", "true")
+            .list()
+            .getItems()
+            .stream()
+            .collect(Collectors.toMap(p -> p.getMetadata().getName(), p -> p));
     long listedAt = System.currentTimeMillis();
     Map<String, Long> truthVersions = new HashMap<>();
-    truth.forEach((name, pod) -> truthVersions.put(name, Long.parseLong(pod.getMetadata().getResourceVersion())));
-    List<String> notYetDelivered = within(Duration.ofSeconds(60), () -> undelivered(truthVersions, listedAt));
+    truth.forEach(
+        (name, pod) ->
+            truthVersions.put(name, Long.parseLong(pod.getMetadata().getResourceVersion())));
+    List<String> notYetDelivered =
+        within(Duration.ofSeconds(60), () -> undelivered(truthVersions, listedAt));
     List<String> sparkDisagrees = within(Duration.ofSeconds(10), () -> sparkDisagreement(truth));
-    List<String> serviceProblems = within(Duration.ofSeconds(60), () -> serviceProblems(app, truth));
+    List<String> serviceProblems =
+        within(Duration.ofSeconds(60), () -> serviceProblems(app, truth));
     // Gone executors' Services go deleteAfter (1s) after their pod, retried for a few seconds.
-    List<String> leftoverServices = within(Duration.ofSeconds(10), () -> leftoverServices(app, truth));
+    List<String> leftoverServices =
+        within(Duration.ofSeconds(10), () -> leftoverServices(app, truth));
     List<String> outOfOrder = outOfOrder();
     List<String> snapshotsDuringSilence = snapshotsDuringSilence(faults);
 
     // The summary.
     InformerHealth health = informer.health();
-    Map<Kind, Long> byKind = new TreeMap<>(faults.stream().collect(Collectors.groupingBy(f -> f.kind, Collectors.counting())));
+    Map<Kind, Long> byKind =
+        new TreeMap<>(
+            faults.stream().collect(Collectors.groupingBy(f -> f.kind, Collectors.counting())));
     long degradedSeen = faults.stream().filter(f -> f.degraded).count();
     long relistsInFaults = faults.stream().mapToLong(f -> f.relistsAfter - f.relistsBefore).sum();
     int changes = churn.changes();
     int delivered = deliveredChanges();
     faults.forEach(f -> System.out.println("chaos fault " + f));
-    String summary = String.format(
-        "chaos " + config + " seed=%d duration=%ds (faults %ds) faults=%d (%s) pods=%d changes=%d delivered=%d coalesced=%d lost=%d "
-            + "outOfOrder=%d spuriousRemovals=%d staleSnapshots=%d resumeRaces=%d longestMissing=%dms relists=%d "
-            + "reconnects=%d degradedObserved=%d/%d updates=%d fullSnapshots=%d services=%d/%d leftoverServices=%d "
-            + "retriedWrites=%d served429=%d",
-        SEED, (System.currentTimeMillis() - began) / 1000, faultsMillis / 1000, faults.size(),
-        byKind.entrySet().stream().map(e -> e.getKey().label + "=" + e.getValue()).collect(Collectors.joining(" ")),
-        churn.creates.get(), changes, delivered, changes - delivered, notYetDelivered.size(), outOfOrder.size(),
-        spuriousRemovals.size(), unsyncedOrStale.size() + snapshotsDuringSilence.size() + laggingSnapshots.size(),
-        resumeRaces.size(), longestMissing, health.relists(),
-        health.watchConnects(), degradedSeen, faults.size(), store.updateCount(), store.replacements().size(),
-        truth.size() - serviceProblems.size(), truth.size(), leftoverServices.size(),
-        churn.retried.get(), faults.stream().mapToLong(f -> f.throttledServed).sum());
+    String summary =
+        String.format(
+            "chaos "
+                + config
+                + " seed=%d duration=%ds (faults %ds) faults=%d (%s) pods=%d changes=%d delivered=%d coalesced=%d lost=%d "
+                + "outOfOrder=%d spuriousRemovals=%d staleSnapshots=%d resumeRaces=%d longestMissing=%dms relists=%d "
+                + "reconnects=%d degradedObserved=%d/%d updates=%d fullSnapshots=%d services=%d/%d leftoverServices=%d "
+                + "retriedWrites=%d served429=%d",
+            SEED,
+            (System.currentTimeMillis() - began) / 1000,
+            faultsMillis / 1000,
+            faults.size(),
+            byKind.entrySet().stream()
+                .map(e -> e.getKey().label + "=" + e.getValue())
+                .collect(Collectors.joining(" ")),
+            churn.creates.get(),
+            changes,
+            delivered,
+            changes - delivered,
+            notYetDelivered.size(),
+            outOfOrder.size(),
+            spuriousRemovals.size(),
+            unsyncedOrStale.size() + snapshotsDuringSilence.size() + laggingSnapshots.size(),
+            resumeRaces.size(),
+            longestMissing,
+            health.relists(),
+            health.watchConnects(),
+            degradedSeen,
+            faults.size(),
+            store.updateCount(),
+            store.replacements().size(),
+            truth.size() - serviceProblems.size(),
+            truth.size(),
+            leftoverServices.size(),
+            churn.retried.get(),
+            faults.stream().mapToLong(f -> f.throttledServed).sum());
     System.out.println(summary);
     if (!leftoverServices.isEmpty()) {
-      System.out.println("chaos note: " + leftoverServices.size() + " gone executors kept their Service, e.g. "
-          + leftoverServices.stream().limit(3).map(p -> p + " (" + whenGone(Long.parseLong(p.split(" ")[2]), faults) + ")")
-              .collect(Collectors.joining("; ")));
+      System.out.println(
+          "chaos note: "
+              + leftoverServices.size()
+              + " gone executors kept their Service, e.g. "
+              + leftoverServices.stream()
+                  .limit(3)
+                  .map(p -> p + " (" + whenGone(Long.parseLong(p.split(" ")[2]), faults) + ")")
+                  .collect(Collectors.joining("; ")));
     }
     if (!store.olderThanDelivered().isEmpty()) {
-      System.out.println("chaos note: full snapshots that carried a pod older than an update already delivered "
-          + "(Spark's own watch + polling sources race the same way): " + store.olderThanDelivered());
+      System.out.println(
+          "chaos note: full snapshots that carried a pod older than an update already delivered "
+              + "(Spark's own watch + polling sources race the same way): "
+              + store.olderThanDelivered());
     }
 
     String seed = " (" + config + ", seed " + SEED + ")";
-    assertTrue(churn.creates.get() >= MIN_PODS, "at least " + MIN_PODS + " executor pods churned" + seed);
+    assertTrue(
+        churn.creates.get() >= MIN_PODS, "at least " + MIN_PODS + " executor pods churned" + seed);
     for (Kind kind : kinds(watchCache)) {
-      assertTrue(byKind.getOrDefault(kind, 0L) >= kind.atLeast, kind.label + " at least " + kind.atLeast + seed);
+      assertTrue(
+          byKind.getOrDefault(kind, 0L) >= kind.atLeast,
+          kind.label + " at least " + kind.atLeast + seed);
     }
-    assertEquals(List.of(), notYetDelivered, "every pod's last state reached the store; the last full snapshot equals the LIST" + seed);
+    assertEquals(
+        List.of(),
+        notYetDelivered,
+        "every pod's last state reached the store; the last full snapshot equals the LIST" + seed);
     assertEquals(List.of(), outOfOrder, "each pod's updates in order" + seed);
     assertEquals(List.of(), sparkDisagrees, "Spark's own snapshot equals the LIST" + seed);
-    assertEquals(List.of(), unsyncedOrStale, "no full snapshot from an unsynced or stale cache" + seed);
-    assertEquals(List.of(), snapshotsDuringSilence, "no full snapshot while the apiserver was silent past the stale bound" + seed);
-    assertEquals(List.of(), laggingSnapshots, "no full snapshot lacking a pod older than the stale bound" + seed);
-    assertEquals(List.of(), resumeRaces,
-        "no full snapshot after an outage lacking a pod older than the stale bound (the first one included)" + seed);
-    assertEquals(List.of(), spuriousRemovals, "no healthy executor missing from a full snapshot past Spark's detect delta" + seed);
-    assertEquals(List.of(), relistProblems(faults, watchCache), "each fault costs the relists it must" + seed);
+    assertEquals(
+        List.of(), unsyncedOrStale, "no full snapshot from an unsynced or stale cache" + seed);
+    assertEquals(
+        List.of(),
+        snapshotsDuringSilence,
+        "no full snapshot while the apiserver was silent past the stale bound" + seed);
+    assertEquals(
+        List.of(),
+        laggingSnapshots,
+        "no full snapshot lacking a pod older than the stale bound" + seed);
+    assertEquals(
+        List.of(),
+        resumeRaces,
+        "no full snapshot after an outage lacking a pod older than the stale bound (the first one included)"
+            + seed);
+    assertEquals(
+        List.of(),
+        spuriousRemovals,
+        "no healthy executor missing from a full snapshot past Spark's detect delta" + seed);
+    assertEquals(
+        List.of(),
+        relistProblems(faults, watchCache),
+        "each fault costs the relists it must" + seed);
     assertEquals(relistsInFaults, health.relists(), "no relist outside a fault" + seed);
-    assertEquals(List.of(), faults.stream().filter(f -> f.kind == Kind.THROTTLE && f.throttledServed == 0)
-        .map(Fault::toString).toList(), "every 429 burst was served to the informer" + seed);
-    assertEquals(List.of(), faults.stream().filter(f -> !f.degraded).map(Fault::toString).toList(),
+    assertEquals(
+        List.of(),
+        faults.stream()
+            .filter(f -> f.kind == Kind.THROTTLE && f.throttledServed == 0)
+            .map(Fault::toString)
+            .toList(),
+        "every 429 burst was served to the informer" + seed);
+    assertEquals(
+        List.of(),
+        faults.stream().filter(f -> !f.degraded).map(Fault::toString).toList(),
         "health went Degraded during every fault" + seed);
     assertEquals(List.of(), serviceProblems, "every live executor has exactly one Service" + seed);
-    assertEquals(List.of(), leftoverServices, "no gone executor keeps its Service past deleteAfter" + seed);
+    assertEquals(
+        List.of(), leftoverServices, "no gone executor keeps its Service past deleteAfter" + seed);
     passed = true;
   }
 
@@ -292,10 +426,11 @@ class ChaosRunTest {
     List<String> problems = new ArrayList<>();
     for (Fault f : faults) {
       long relists = f.relistsAfter - f.relistsBefore;
-      boolean exactlyOne = switch (f.kind) {
-        case RELIST_410, BLACKHOLE, THROTTLE -> true;
-        case RESTART -> watchCache;
-      };
+      boolean exactlyOne =
+          switch (f.kind) {
+            case RELIST_410, BLACKHOLE, THROTTLE -> true;
+            case RESTART -> watchCache;
+          };
       if (relists > 1 || (exactlyOne && relists != 1)) {
         problems.add(f.toString());
       }
@@ -303,22 +438,33 @@ class ChaosRunTest {
     return problems;
   }
 
-  /** When an executor's pod went, next to the faults: to tell a fault's leftovers from a steady leak. */
+  /**
+   * When an executor's pod went, next to the faults: to tell a fault's leftovers from a steady
+   * leak.
+   */
   private String whenGone(long execId, List<Fault> faults) {
-    PodChurn.PodHistory pod = churn.pods().stream().filter(p -> p.execId == execId).findFirst().orElse(null);
+    PodChurn.PodHistory pod =
+        churn.pods().stream().filter(p -> p.execId == execId).findFirst().orElse(null);
     if (pod == null || pod.goneAt < 0) {
       return "not a pod the churn removed";
     }
-    String near = faults.stream().filter(f -> pod.goneAt >= f.start - 5_000 && pod.goneAt <= f.recovered + 5_000)
-        .map(f -> f.kind.label + " " + (pod.goneAt - f.start) + " ms after it began").collect(Collectors.joining(", "));
-    return (pod.inactivated ? "inactive" : "deleted") + " " + (pod.goneAt - pod.createdAt) + " ms after its creation; "
+    String near =
+        faults.stream()
+            .filter(f -> pod.goneAt >= f.start - 5_000 && pod.goneAt <= f.recovered + 5_000)
+            .map(f -> f.kind.label + " " + (pod.goneAt - f.start) + " ms after it began")
+            .collect(Collectors.joining(", "));
+    return (pod.inactivated ? "inactive" : "deleted")
+        + " "
+        + (pod.goneAt - pod.createdAt)
+        + " ms after its creation; "
         + (near.isEmpty() ? "no fault near" : near);
   }
 
   // ---- faults ----
 
   /** The minimum set of faults in a seeded order, then random ones until the run's time is up. */
-  private List<Fault> injectFaults(NativeInformer informer, List<Kind> kinds, Random random, long faultsBegan)
+  private List<Fault> injectFaults(
+      NativeInformer informer, List<Kind> kinds, Random random, long faultsBegan)
       throws InterruptedException {
     List<Kind> planned = new ArrayList<>();
     for (Kind kind : kinds) {
@@ -328,12 +474,14 @@ class ChaosRunTest {
     List<Fault> done = new ArrayList<>();
     while (!planned.isEmpty() || System.currentTimeMillis() - faultsBegan < SECONDS * 1000L) {
       Kind kind = planned.isEmpty() ? kinds.get(random.nextInt(kinds.size())) : planned.remove(0);
-      long millis = switch (kind) {
-        case RESTART -> 0;
-        case RELIST_410 -> 500 + random.nextInt(500); // held shorter than the stale bound: a pure 410
-        case BLACKHOLE -> STALE_BOUND_MS + 1_000 + random.nextInt(2_000);
-        case THROTTLE -> 2_000 + random.nextInt(2_000);
-      };
+      long millis =
+          switch (kind) {
+            case RESTART -> 0;
+            case RELIST_410 ->
+                500 + random.nextInt(500); // held shorter than the stale bound: a pure 410
+            case BLACKHOLE -> STALE_BOUND_MS + 1_000 + random.nextInt(2_000);
+            case THROTTLE -> 2_000 + random.nextInt(2_000);
+          };
       Fault fault = new Fault(kind, millis);
       fault.relistsBefore = informer.health().relists();
       long throttledBefore = proxyThrottled();
@@ -342,13 +490,16 @@ class ChaosRunTest {
       fault.end = System.currentTimeMillis();
       fault.throttledServed = proxyThrottled() - throttledBefore;
       if (kind == Kind.RELIST_410) {
-        TestPlane.eventually("the relist after 410 Gone", Duration.ofSeconds(60),
+        TestPlane.eventually(
+            "the relist after 410 Gone",
+            Duration.ofSeconds(60),
             () -> informer.health().relists() > fault.relistsBefore);
       }
       waitSynced(informer, kind.label + " to heal");
       fault.recovered = System.currentTimeMillis();
       fault.relistsAfter = informer.health().relists();
-      fault.degraded = sampledBetween(fault.start, fault.recovered).contains(InformerHealth.State.DEGRADED);
+      fault.degraded =
+          sampledBetween(fault.start, fault.recovered).contains(InformerHealth.State.DEGRADED);
       done.add(fault);
       Thread.sleep(1_000 + random.nextInt(2_000)); // normal operation between faults
     }
@@ -357,9 +508,11 @@ class ChaosRunTest {
 
   private void inject(Fault fault) throws InterruptedException {
     switch (fault.kind) {
-      case RESTART -> plane.control("POST", "/apiserver/restart"); // returns once the apiserver is ready again
+      case RESTART ->
+          plane.control("POST", "/apiserver/restart"); // returns once the apiserver is ready again
       case RELIST_410 -> {
-        // Hold the watch while pods change and etcd compacts past its resourceVersion; when it resumes: 410 Gone.
+        // Hold the watch while pods change and etcd compacts past its resourceVersion; when it
+        // resumes: 410 Gone.
         plane.control("POST", "/proxy/blackhole?seconds=0");
         Thread.sleep(fault.millis);
         plane.control("POST", "/etcd/compact");
@@ -371,7 +524,8 @@ class ChaosRunTest {
         Thread.sleep(fault.millis);
       }
       case THROTTLE -> {
-        // 429 answers only new requests: cut the connections so the informer must come back into them.
+        // 429 answers only new requests: cut the connections so the informer must come back into
+        // them.
         plane.control("POST", "/proxy/throttle?seconds=" + fault.millis / 1000.0);
         plane.control("POST", "/proxy/cut");
         Thread.sleep(fault.millis);
@@ -382,7 +536,8 @@ class ChaosRunTest {
   /** 429 answers the fault proxy has served so far. */
   private long proxyThrottled() {
     String stats = plane.control("GET", "/proxy/stats");
-    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"throttled\":(\\d+)").matcher(stats);
+    java.util.regex.Matcher m =
+        java.util.regex.Pattern.compile("\"throttled\":(\\d+)").matcher(stats);
     if (!m.find()) {
       throw new IllegalStateException("no throttled count in the proxy's stats: " + stats);
     }
@@ -391,11 +546,15 @@ class ChaosRunTest {
 
   /** Waits until the informer is Synced and has heard from the apiserver within the stale bound. */
   private static void waitSynced(NativeInformer informer, String what) {
-    TestPlane.eventually(what, Duration.ofSeconds(120), () -> {
-      InformerHealth h = informer.health();
-      return h.state() == InformerHealth.State.SYNCED && h.millisSinceLastActivity() >= 0
-          && h.millisSinceLastActivity() < STALE_BOUND_MS;
-    });
+    TestPlane.eventually(
+        what,
+        Duration.ofSeconds(120),
+        () -> {
+          InformerHealth h = informer.health();
+          return h.state() == InformerHealth.State.SYNCED
+              && h.millisSinceLastActivity() >= 0
+              && h.millisSinceLastActivity() < STALE_BOUND_MS;
+        });
   }
 
   // ---- health, sampled throughout ----
@@ -415,7 +574,10 @@ class ChaosRunTest {
 
   private Set<InformerHealth.State> sampledBetween(long from, long to) {
     synchronized (samples) {
-      return samples.stream().filter(s -> s.at() >= from && s.at() <= to).map(Sample::state).collect(Collectors.toSet());
+      return samples.stream()
+          .filter(s -> s.at() >= from && s.at() <= to)
+          .map(Sample::state)
+          .collect(Collectors.toSet());
     }
   }
 
@@ -436,9 +598,15 @@ class ChaosRunTest {
   private void check(RecordingStore.Replacement replacement) {
     InformerHealth health = replacement.health();
     if (health == null || !health.hasSynced()) {
-      unsyncedOrStale.add("a full snapshot of " + replacement.versions().size() + " pods before the first sync");
-    } else if (health.millisSinceLastActivity() < 0 || health.millisSinceLastActivity() > STALE_BOUND_MS + HANDOVER_SLACK_MS) {
-      unsyncedOrStale.add("a full snapshot with the apiserver silent for " + health.millisSinceLastActivity() + " ms: " + health);
+      unsyncedOrStale.add(
+          "a full snapshot of " + replacement.versions().size() + " pods before the first sync");
+    } else if (health.millisSinceLastActivity() < 0
+        || health.millisSinceLastActivity() > STALE_BOUND_MS + HANDOVER_SLACK_MS) {
+      unsyncedOrStale.add(
+          "a full snapshot with the apiserver silent for "
+              + health.millisSinceLastActivity()
+              + " ms: "
+              + health);
     }
     boolean firstAfterAGap = replacement.at() - previousSnapshotAt > 2 * LISTER_INTERVAL_MS;
     previousSnapshotAt = replacement.at();
@@ -451,7 +619,12 @@ class ChaosRunTest {
       }
       long missingFor = replacement.at() - created;
       longestMissing = Math.max(longestMissing, missingFor);
-      String what = pod.name + " (created " + missingFor + " ms before) missing from a full snapshot; health then: " + health;
+      String what =
+          pod.name
+              + " (created "
+              + missingFor
+              + " ms before) missing from a full snapshot; health then: "
+              + health;
       if (missingFor > MISSING_POD_DETECT_DELTA_MS) {
         spuriousRemovals.add(what);
       } else if (missingFor > STALE_BOUND_MS + PROPAGATION_SLACK_MS) {
@@ -460,7 +633,10 @@ class ChaosRunTest {
     }
   }
 
-  /** Full snapshots while a black hole or a 429 burst kept the apiserver silent past the stale bound. */
+  /**
+   * Full snapshots while a black hole or a 429 burst kept the apiserver silent past the stale
+   * bound.
+   */
   private List<String> snapshotsDuringSilence(List<Fault> faults) {
     List<String> found = new ArrayList<>();
     for (Fault fault : faults) {
@@ -471,7 +647,13 @@ class ChaosRunTest {
       long to = fault.start + fault.millis - 100;
       for (RecordingStore.Replacement r : store.replacements()) {
         if (r.at() > from && r.at() < to) {
-          found.add(fault.kind.label + ": a full snapshot " + (r.at() - fault.start) + " ms into a " + fault.millis + " ms fault");
+          found.add(
+              fault.kind.label
+                  + ": a full snapshot "
+                  + (r.at() - fault.start)
+                  + " ms into a "
+                  + fault.millis
+                  + " ms fault");
         }
       }
     }
@@ -493,8 +675,11 @@ class ChaosRunTest {
       List<Long> written = pod.versions();
       // A pod that left the selector (inactive label) reaches Spark as the apiserver sent it, as
       // Spark's own watch source delivers it; the next full snapshot drops it.
-      boolean leftAsSent = pod.inactivated && last != null && !written.isEmpty()
-          && last.version() == written.get(written.size() - 1);
+      boolean leftAsSent =
+          pod.inactivated
+              && last != null
+              && !written.isEmpty()
+              && last.version() == written.get(written.size() - 1);
       if (want != null && (last == null || last.deleted() || last.version() != want)) {
         problems.add(pod.name + ": last update " + last + ", apiserver at " + want);
       } else if (want == null && last != null && !last.deleted() && !leftAsSent) {
@@ -503,7 +688,13 @@ class ChaosRunTest {
     }
     Map<String, Long> held = store.held();
     if (!held.equals(truth)) {
-      problems.add("the store holds " + held.size() + " pods, the LIST " + truth.size() + "; differing: " + difference(held, truth));
+      problems.add(
+          "the store holds "
+              + held.size()
+              + " pods, the LIST "
+              + truth.size()
+              + "; differing: "
+              + difference(held, truth));
     }
     RecordingStore.Replacement last = store.lastReplacement();
     if (last == null || last.at() < listedAt || !last.versions().equals(truth)) {
@@ -512,20 +703,30 @@ class ChaosRunTest {
     return problems;
   }
 
-  /** Spark's own view, from its subscribers: the same executors as the LIST, each at its version. */
+  /**
+   * Spark's own view, from its subscribers: the same executors as the LIST, each at its version.
+   */
   private List<String> sparkDisagreement(Map<String, Pod> truth) {
     ExecutorPodsSnapshot snapshot = store.lastSparkSnapshot();
     if (snapshot == null) {
       return List.of("no snapshot reached Spark's subscribers");
     }
     Map<Long, String> sparkSees = new HashMap<>();
-    for (Map.Entry<Object, ExecutorPodState> e : CollectionConverters.asJava(snapshot.executorPods()).entrySet()) {
+    for (Map.Entry<Object, ExecutorPodState> e :
+        CollectionConverters.asJava(snapshot.executorPods()).entrySet()) {
       sparkSees.put((Long) e.getKey(), e.getValue().pod().getMetadata().getResourceVersion());
     }
     Map<Long, String> listed = new HashMap<>();
     truth.values().forEach(p -> listed.put(execId(p), p.getMetadata().getResourceVersion()));
-    return sparkSees.equals(listed) ? List.of() : List.of("Spark sees " + sparkSees.size() + " executors, the LIST "
-        + listed.size() + "; differing: " + difference(sparkSees, listed));
+    return sparkSees.equals(listed)
+        ? List.of()
+        : List.of(
+            "Spark sees "
+                + sparkSees.size()
+                + " executors, the LIST "
+                + listed.size()
+                + "; differing: "
+                + difference(sparkSees, listed));
   }
 
   /** Exactly one Service, with the expected name, per executor in the LIST. */
@@ -547,14 +748,23 @@ class ChaosRunTest {
   private List<String> leftoverServices(String app, Map<String, Pod> truth) {
     Set<Long> live = truth.values().stream().map(ChaosRunTest::execId).collect(Collectors.toSet());
     Map<Long, List<String>> byExecutor = servicesByExecutor(app);
-    return byExecutor.keySet().stream().filter(id -> !live.contains(id)).sorted()
-        .map(id -> "gone executor " + id + " still has " + byExecutor.get(id)).toList();
+    return byExecutor.keySet().stream()
+        .filter(id -> !live.contains(id))
+        .sorted()
+        .map(id -> "gone executor " + id + " still has " + byExecutor.get(id))
+        .toList();
   }
 
   private Map<Long, List<String>> servicesByExecutor(String app) {
     Map<Long, List<String>> byExecutor = new HashMap<>();
-    for (Service s : plane.admin().services().withLabel("spark-app-selector", app)
-        .withLabel("spark-role", "executor-service").list().getItems()) {
+    for (Service s :
+        plane
+            .admin()
+            .services()
+            .withLabel("spark-app-selector", app)
+            .withLabel("spark-role", "executor-service")
+            .list()
+            .getItems()) {
       long id = Long.parseLong(s.getMetadata().getLabels().get("spark-exec-id"));
       byExecutor.computeIfAbsent(id, k -> new ArrayList<>()).add(s.getMetadata().getName());
     }
@@ -564,13 +774,21 @@ class ChaosRunTest {
   /** Per pod, the resourceVersions delivered through updatePod never go backwards. */
   private List<String> outOfOrder() {
     List<String> found = new ArrayList<>();
-    store.updatesByPod().forEach((pod, updates) -> {
-      for (int i = 1; i < updates.size(); i++) {
-        if (updates.get(i).version() < updates.get(i - 1).version()) {
-          found.add(pod + ": " + updates.get(i - 1).version() + " then " + updates.get(i).version());
-        }
-      }
-    });
+    store
+        .updatesByPod()
+        .forEach(
+            (pod, updates) -> {
+              for (int i = 1; i < updates.size(); i++) {
+                if (updates.get(i).version() < updates.get(i - 1).version()) {
+                  found.add(
+                      pod
+                          + ": "
+                          + updates.get(i - 1).version()
+                          + " then "
+                          + updates.get(i).version());
+                }
+              }
+            });
     return found;
   }
 
@@ -585,7 +803,11 @@ class ChaosRunTest {
     int delivered = 0;
     for (PodChurn.PodHistory pod : churn.pods()) {
       List<RecordingStore.Update> own = updates.getOrDefault(pod.name, List.of());
-      Set<Long> seen = own.stream().filter(u -> !u.deleted()).map(RecordingStore.Update::version).collect(Collectors.toSet());
+      Set<Long> seen =
+          own.stream()
+              .filter(u -> !u.deleted())
+              .map(RecordingStore.Update::version)
+              .collect(Collectors.toSet());
       List<Long> written = pod.versions();
       boolean deleted = pod.goneAt >= 0 && !pod.inactivated;
       for (Long version : written) {
@@ -609,12 +831,16 @@ class ChaosRunTest {
   private static <K, V> String difference(Map<K, V> a, Map<K, V> b) {
     Set<K> keys = new HashSet<>(a.keySet());
     keys.addAll(b.keySet());
-    return keys.stream().filter(k -> !java.util.Objects.equals(a.get(k), b.get(k))).limit(10)
-        .map(k -> k + " " + a.get(k) + " vs " + b.get(k)).collect(Collectors.joining(", "));
+    return keys.stream()
+        .filter(k -> !java.util.Objects.equals(a.get(k), b.get(k)))
+        .limit(10)
+        .map(k -> k + " " + a.get(k) + " vs " + b.get(k))
+        .collect(Collectors.joining(", "));
   }
 
   /** Polls {@code problems} until it finds none or time is up; returns the last problems found. */
-  private static List<String> within(Duration timeout, Supplier<List<String>> problems) throws InterruptedException {
+  private static List<String> within(Duration timeout, Supplier<List<String>> problems)
+      throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     List<String> found = problems.get();
     while (!found.isEmpty() && System.nanoTime() < deadline) {

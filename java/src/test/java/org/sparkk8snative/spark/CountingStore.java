@@ -21,29 +21,34 @@ import scala.runtime.BoxedUnit;
 final class CountingStore extends ForwardingSnapshotsStore {
   final AtomicInteger updates = new AtomicInteger();
   final AtomicInteger replacements = new AtomicInteger();
+
   /** Sizes of each replacement, in order. */
   final List<Integer> replacementSizes = java.util.Collections.synchronizedList(new ArrayList<>());
+
   /** Executor id -> every distinct state Spark derived, in order (e.g. PodPending, PodRunning). */
   final Map<Long, List<String>> states = new HashMap<>();
+
   final Map<Long, ExecutorPodState> latest = new HashMap<>();
 
   CountingStore() {
-    Function1<Seq<ExecutorPodsSnapshot>, BoxedUnit> subscriber = snapshots -> {
-      synchronized (states) {
-        for (ExecutorPodsSnapshot snapshot : CollectionConverters.asJava(snapshots)) {
-          for (Map.Entry<Object, ExecutorPodState> e : CollectionConverters.asJava(snapshot.executorPods()).entrySet()) {
-            long id = (Long) e.getKey();
-            String name = e.getValue().getClass().getSimpleName();
-            List<String> seen = states.computeIfAbsent(id, k -> new ArrayList<>());
-            if (seen.isEmpty() || !seen.get(seen.size() - 1).equals(name)) {
-              seen.add(name);
+    Function1<Seq<ExecutorPodsSnapshot>, BoxedUnit> subscriber =
+        snapshots -> {
+          synchronized (states) {
+            for (ExecutorPodsSnapshot snapshot : CollectionConverters.asJava(snapshots)) {
+              for (Map.Entry<Object, ExecutorPodState> e :
+                  CollectionConverters.asJava(snapshot.executorPods()).entrySet()) {
+                long id = (Long) e.getKey();
+                String name = e.getValue().getClass().getSimpleName();
+                List<String> seen = states.computeIfAbsent(id, k -> new ArrayList<>());
+                if (seen.isEmpty() || !seen.get(seen.size() - 1).equals(name)) {
+                  seen.add(name);
+                }
+                latest.put(id, e.getValue());
+              }
             }
-            latest.put(id, e.getValue());
           }
-        }
-      }
-      return BoxedUnit.UNIT;
-    };
+          return BoxedUnit.UNIT;
+        };
     addSubscriber(20L, subscriber);
   }
 

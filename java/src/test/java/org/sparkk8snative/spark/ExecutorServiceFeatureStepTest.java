@@ -24,13 +24,30 @@ import org.sparkk8snative.ExecutorServiceNames;
 /** The executor side of executor Services: what the feature step does to Spark's executor pod. */
 class ExecutorServiceFeatureStepTest {
   private static SparkPod sparkPod() {
-    Container container = new ContainerBuilder()
-        .withName("spark-kubernetes-executor")
-        .addNewEnv().withName("SPARK_EXECUTOR_ID").withValue("7").endEnv()
-        .addNewEnv().withName("SPARK_EXECUTOR_POD_IP").withNewValueFrom().withNewFieldRef()
-        .withFieldPath("status.podIP").endFieldRef().endValueFrom().endEnv()
-        .build();
-    Pod pod = new PodBuilder().withNewMetadata().withName("app-exec-7").endMetadata().withNewSpec().endSpec().build();
+    Container container =
+        new ContainerBuilder()
+            .withName("spark-kubernetes-executor")
+            .addNewEnv()
+            .withName("SPARK_EXECUTOR_ID")
+            .withValue("7")
+            .endEnv()
+            .addNewEnv()
+            .withName("SPARK_EXECUTOR_POD_IP")
+            .withNewValueFrom()
+            .withNewFieldRef()
+            .withFieldPath("status.podIP")
+            .endFieldRef()
+            .endValueFrom()
+            .endEnv()
+            .build();
+    Pod pod =
+        new PodBuilder()
+            .withNewMetadata()
+            .withName("app-exec-7")
+            .endMetadata()
+            .withNewSpec()
+            .endSpec()
+            .build();
     return new SparkPod(pod, container);
   }
 
@@ -47,7 +64,8 @@ class ExecutorServiceFeatureStepTest {
 
   private static SparkPod configure(SparkConf conf) {
     KubernetesExecutorConf executorConf =
-        KubernetesConf$.MODULE$.createExecutorConf(conf, "7", "spark-feature-app", scala.Option.empty(), 0);
+        KubernetesConf$.MODULE$.createExecutorConf(
+            conf, "7", "spark-feature-app", scala.Option.empty(), 0);
     ExecutorServiceFeatureStep step = new ExecutorServiceFeatureStep();
     step.init(executorConf);
     return step.configurePod(sparkPod());
@@ -59,7 +77,8 @@ class ExecutorServiceFeatureStepTest {
     String name = ExecutorServiceNames.serviceName("spark-feature-app", "7");
     assertEquals("svc-spark-feature-app-exec-7", name);
     assertEquals(name, pod.pod().getSpec().getHostname());
-    Map<String, EnvVar> env = pod.container().getEnv().stream().collect(Collectors.toMap(EnvVar::getName, e -> e));
+    Map<String, EnvVar> env =
+        pod.container().getEnv().stream().collect(Collectors.toMap(EnvVar::getName, e -> e));
     assertEquals(name, env.get("SPARK_EXECUTOR_POD_IP").getValue());
     assertEquals(null, env.get("SPARK_EXECUTOR_POD_IP").getValueFrom());
     assertEquals(name, env.get("EXECUTOR_SERVICE_NAME").getValue());
@@ -70,7 +89,8 @@ class ExecutorServiceFeatureStepTest {
   void withServicesOffThePodIsUntouched() {
     SparkPod original = sparkPod();
     KubernetesExecutorConf executorConf =
-        KubernetesConf$.MODULE$.createExecutorConf(new SparkConf(false), "7", "app", scala.Option.empty(), 0);
+        KubernetesConf$.MODULE$.createExecutorConf(
+            new SparkConf(false), "7", "app", scala.Option.empty(), 0);
     ExecutorServiceFeatureStep step = new ExecutorServiceFeatureStep();
     step.init(executorConf);
     assertSame(original, step.configurePod(original));
@@ -84,34 +104,43 @@ class ExecutorServiceFeatureStepTest {
         conf.set(ConfigKeys.BLOCK_MANAGER_PORT, port);
       }
       IllegalArgumentException e =
-          assertThrows(IllegalArgumentException.class, () -> ExecutorServicesConf.prepareDriver(conf));
+          assertThrows(
+              IllegalArgumentException.class, () -> ExecutorServicesConf.prepareDriver(conf));
       // The native parser's message: the key, the value, and why it is needed.
       assertTrue(e.getMessage().startsWith(ConfigKeys.BLOCK_MANAGER_PORT + "="), e.getMessage());
-      assertTrue(e.getMessage().contains("required when " + ConfigKeys.ENABLE_SERVICE + "=true"), e.getMessage());
-      assertFalse(conf.contains(ConfigKeys.EXECUTOR_FEATURE_STEPS), "no step is added to a conf that fails");
+      assertTrue(
+          e.getMessage().contains("required when " + ConfigKeys.ENABLE_SERVICE + "=true"),
+          e.getMessage());
+      assertFalse(
+          conf.contains(ConfigKeys.EXECUTOR_FEATURE_STEPS),
+          "no step is added to a conf that fails");
     }
   }
 
   @Test
   void withoutTheBlockManagerPortNoExecutorPodIsBuilt() {
-    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> configure(servicesOn()));
+    IllegalArgumentException e =
+        assertThrows(IllegalArgumentException.class, () -> configure(servicesOn()));
     assertTrue(e.getMessage().startsWith(ConfigKeys.BLOCK_MANAGER_PORT + "="), e.getMessage());
   }
 
   @Test
   void theAllocatorAddsTheStepOnce() {
-    SparkConf conf = servicesOn()
-        .set(ConfigKeys.BLOCK_MANAGER_PORT, "7079")
-        .set(ConfigKeys.EXECUTOR_FEATURE_STEPS, "com.example.Step");
+    SparkConf conf =
+        servicesOn()
+            .set(ConfigKeys.BLOCK_MANAGER_PORT, "7079")
+            .set(ConfigKeys.EXECUTOR_FEATURE_STEPS, "com.example.Step");
     ExecutorServicesConf.prepareDriver(conf);
     ExecutorServicesConf.prepareDriver(conf);
-    assertEquals("com.example.Step," + ExecutorServiceFeatureStep.class.getName(),
+    assertEquals(
+        "com.example.Step," + ExecutorServiceFeatureStep.class.getName(),
         conf.get(ConfigKeys.EXECUTOR_FEATURE_STEPS));
   }
 
   @Test
   void withServicesOffTheDriverConfIsUntouched() {
-    SparkConf conf = new SparkConf(false).set(ConfigKeys.EXECUTOR_FEATURE_STEPS, "com.example.Step");
+    SparkConf conf =
+        new SparkConf(false).set(ConfigKeys.EXECUTOR_FEATURE_STEPS, "com.example.Step");
     ExecutorServicesConf.prepareDriver(conf); // no port, no master: nothing is checked either
     assertEquals("com.example.Step", conf.get(ConfigKeys.EXECUTOR_FEATURE_STEPS));
   }

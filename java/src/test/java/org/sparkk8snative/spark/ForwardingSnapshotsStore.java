@@ -18,11 +18,13 @@ import scala.runtime.BoxedUnit;
  * replaceSnapshot} and call these.
  */
 public abstract class ForwardingSnapshotsStore implements ExecutorPodsSnapshotsStore {
-  private final ScheduledExecutorService subscribers = Executors.newSingleThreadScheduledExecutor(r -> {
-    Thread t = new Thread(r, "test-store-subscribers");
-    t.setDaemon(true);
-    return t;
-  });
+  private final ScheduledExecutorService subscribers =
+      Executors.newSingleThreadScheduledExecutor(
+          r -> {
+            Thread t = new Thread(r, "test-store-subscribers");
+            t.setDaemon(true);
+            return t;
+          });
   private final ExecutorPodsSnapshotsStoreImpl spark =
       new ExecutorPodsSnapshotsStoreImpl(subscribers, new SystemClock(), new SparkConf(false));
 
@@ -37,7 +39,8 @@ public abstract class ForwardingSnapshotsStore implements ExecutorPodsSnapshotsS
   }
 
   @Override
-  public void addSubscriber(long intervalMillis, Function1<Seq<ExecutorPodsSnapshot>, BoxedUnit> onNewSnapshots) {
+  public void addSubscriber(
+      long intervalMillis, Function1<Seq<ExecutorPodsSnapshot>, BoxedUnit> onNewSnapshots) {
     spark.addSubscriber(intervalMillis, onNewSnapshots);
   }
 

@@ -37,7 +37,9 @@ class ListerNeverSnapshotsAnUnsyncedOrStaleCacheTest {
     sources.start(TestPlane.uniqueAppId("unsynced"));
     Thread.sleep(2_500);
     assertEquals(0, store.replacements.get(), "no replaceSnapshot while unsynced");
-    assertTrue(sources.informer().health().description().startsWith("Degraded"), sources.informer().health().description());
+    assertTrue(
+        sources.informer().health().description().startsWith("Degraded"),
+        sources.informer().health().description());
   }
 
   @Test
@@ -49,7 +51,8 @@ class ListerNeverSnapshotsAnUnsyncedOrStaleCacheTest {
     conf.put("spark.kubernetes.executor.missingPodDetectDelta", "4s"); // stale bound 2s
     sources = NativeSnapshotSources.create(CountingStore.conf(conf), store);
     sources.start(app);
-    eventually("snapshots while healthy", Duration.ofSeconds(30), () -> store.replacements.get() > 3);
+    eventually(
+        "snapshots while healthy", Duration.ofSeconds(30), () -> store.replacements.get() > 3);
 
     plane.control("POST", "/proxy/blackhole?seconds=8");
     long holeStart = System.nanoTime();
@@ -59,7 +62,10 @@ class ListerNeverSnapshotsAnUnsyncedOrStaleCacheTest {
       Thread.sleep(100);
     }
     assertEquals(atStale, store.replacements.get(), "no replaceSnapshot from a stale cache");
-    eventually("snapshots after recovery", Duration.ofSeconds(40), () -> store.replacements.get() > atStale);
+    eventually(
+        "snapshots after recovery",
+        Duration.ofSeconds(40),
+        () -> store.replacements.get() > atStale);
     assertEquals(1, store.replacementSizes.get(store.replacementSizes.size() - 1));
   }
 }

@@ -10,7 +10,10 @@ import org.apache.logging.log4j.core.appender.AbstractAppender;
 import org.apache.logging.log4j.core.config.Configuration;
 import org.apache.logging.log4j.core.config.Property;
 
-/** Captures what one class logs through log4j (Spark's slf4j backend), for tests that assert a log line. */
+/**
+ * Captures what one class logs through log4j (Spark's slf4j backend), for tests that assert a log
+ * line.
+ */
 final class LogCapture implements AutoCloseable {
   private final List<LogEvent> events = new CopyOnWriteArrayList<>();
   private final LoggerContext context = (LoggerContext) LogManager.getContext(false);
@@ -19,12 +22,13 @@ final class LogCapture implements AutoCloseable {
 
   private LogCapture(Class<?> type) {
     logger = type.getName();
-    appender = new AbstractAppender("capture-" + logger, null, null, true, Property.EMPTY_ARRAY) {
-      @Override
-      public void append(LogEvent event) {
-        events.add(event.toImmutable());
-      }
-    };
+    appender =
+        new AbstractAppender("capture-" + logger, null, null, true, Property.EMPTY_ARRAY) {
+          @Override
+          public void append(LogEvent event) {
+            events.add(event.toImmutable());
+          }
+        };
   }
 
   static LogCapture of(Class<?> type) {
@@ -40,8 +44,12 @@ final class LogCapture implements AutoCloseable {
 
   /** Whether the class logged, at {@code level}, a message containing {@code text}. */
   boolean logged(Level level, String text) {
-    return events.stream().anyMatch(e -> e.getLoggerName().equals(logger) && e.getLevel() == level
-        && e.getMessage().getFormattedMessage().contains(text));
+    return events.stream()
+        .anyMatch(
+            e ->
+                e.getLoggerName().equals(logger)
+                    && e.getLevel() == level
+                    && e.getMessage().getFormattedMessage().contains(text));
   }
 
   @Override

@@ -12,14 +12,18 @@ import org.sparkk8snative.ConfigKeys;
 import org.sparkk8snative.NativeExecutorServices;
 import org.sparkk8snative.NativeInformer;
 
-/** The native handle of executor Services is released on close, and by the Cleaner when one is forgotten. */
+/**
+ * The native handle of executor Services is released on close, and by the Cleaner when one is
+ * forgotten.
+ */
 class NativeExecutorServicesCleanerTest {
   /** Services of a driver whose apiserver nobody runs: creating them sends no request. */
-  private static final Map<String, String> CONF = Map.of(
-      ConfigKeys.MASTER, "k8s://https://127.0.0.1:1",
-      ConfigKeys.ENABLE_SERVICE, "true",
-      ConfigKeys.BLOCK_MANAGER_PORT, "7079",
-      ConfigKeys.DRIVER_POD_NAME, "spark-cleaner-driver");
+  private static final Map<String, String> CONF =
+      Map.of(
+          ConfigKeys.MASTER, "k8s://https://127.0.0.1:1",
+          ConfigKeys.ENABLE_SERVICE, "true",
+          ConfigKeys.BLOCK_MANAGER_PORT, "7079",
+          ConfigKeys.DRIVER_POD_NAME, "spark-cleaner-driver");
 
   @Test
   void closeReleasesTheHandleOnce() {
@@ -44,9 +48,13 @@ class NativeExecutorServicesCleanerTest {
         System.gc();
         Thread.sleep(50);
       }
-      assertEquals(before, NativeInformer.openInformers(), "the Cleaner released the forgotten handle");
-      assertTrue(log.logged(Level.WARN, "spark-cleaner-forgotten were not closed"), "the release is logged");
-      assertFalse(log.logged(Level.WARN, "spark-cleaner-closed"), "a closed instance is not reported");
+      assertEquals(
+          before, NativeInformer.openInformers(), "the Cleaner released the forgotten handle");
+      assertTrue(
+          log.logged(Level.WARN, "spark-cleaner-forgotten were not closed"),
+          "the release is logged");
+      assertFalse(
+          log.logged(Level.WARN, "spark-cleaner-closed"), "a closed instance is not reported");
     }
   }
 

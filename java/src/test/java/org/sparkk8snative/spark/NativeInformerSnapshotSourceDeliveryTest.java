@@ -57,15 +57,19 @@ class NativeInformerSnapshotSourceDeliveryTest {
     try (LogCapture log = LogCapture.of(NativeInformerSnapshotSource.class)) {
       String app = start("refused");
       String refused = TestPlane.podName(app, 1);
-      store.before = pod -> {
-        if (pod.getMetadata().getName().equals(refused)) {
-          throw new IllegalStateException("refused by the test");
-        }
-      };
+      store.before =
+          pod -> {
+            if (pod.getMetadata().getName().equals(refused)) {
+              throw new IllegalStateException("refused by the test");
+            }
+          };
       plane.createExecutor(app, 1);
-      eventually("the refusal logged", Duration.ofSeconds(30), () -> log.logged(Level.WARN, refused));
+      eventually(
+          "the refusal logged", Duration.ofSeconds(30), () -> log.logged(Level.WARN, refused));
       plane.createExecutor(app, 2);
-      eventually("the next change delivered", Duration.ofSeconds(30),
+      eventually(
+          "the next change delivered",
+          Duration.ofSeconds(30),
           () -> store.delivered.contains(TestPlane.podName(app, 2)));
     }
   }
@@ -74,11 +78,14 @@ class NativeInformerSnapshotSourceDeliveryTest {
   void whatEndsDeliveryIsLoggedWithTheApplicationId() {
     try (LogCapture log = LogCapture.of(NativeInformerSnapshotSource.class)) {
       String app = start("dies");
-      store.before = pod -> {
-        throw new AssertionError("an Error no batch should survive");
-      };
+      store.before =
+          pod -> {
+            throw new AssertionError("an Error no batch should survive");
+          };
       plane.createExecutor(app, 1);
-      eventually("the thread's end at ERROR, naming the app", Duration.ofSeconds(30),
+      eventually(
+          "the thread's end at ERROR, naming the app",
+          Duration.ofSeconds(30),
           () -> log.logged(Level.ERROR, "The native informer source of " + app + " died"));
     }
   }

@@ -17,30 +17,42 @@ import org.sparkk8snative.TestPlane;
 /**
  * Executor pods churning at random, as a busy application and its kubelet make them: created,
  * Pending to Running to Failed (with an exit code) or Succeeded, relabelled, marked {@code
- * spark-exec-inactive}, deleted. The apiserver is restarted under it, so every operation is
- * retried until the apiserver takes it, and what it finally wrote is recorded. The sequence of
- * operations depends on the seed only: each is decided from this model, never from timing.
+ * spark-exec-inactive}, deleted. The apiserver is restarted under it, so every operation is retried
+ * until the apiserver takes it, and what it finally wrote is recorded. The sequence of operations
+ * depends on the seed only: each is decided from this model, never from timing.
  */
 final class PodChurn {
   /** At most this many pods are live at once; the rest of the time pods come and go. */
   private static final int MAX_LIVE = 60;
+
   private static final int MIN_LIVE = 10;
   private static final int[] EXIT_CODES = {1, 52, 137, 143};
-  /** An operation still refused after this long fails the run (the apiserver is never down this long). */
+
+  /**
+   * An operation still refused after this long fails the run (the apiserver is never down this
+   * long).
+   */
   private static final long GIVE_UP_MILLIS = 180_000;
 
   /** One executor pod, as the churn made it. */
   static final class PodHistory {
     final String name;
     final long execId;
+
     /** When its create was answered (epoch millis); from then on it exists on the apiserver. */
     volatile long createdAt = -1;
-    /** When its delete or inactive label was first sent; -1 while it is still an active executor. */
+
+    /**
+     * When its delete or inactive label was first sent; -1 while it is still an active executor.
+     */
     volatile long goneAt = -1;
+
     /** Whether it left through the inactive label (its last write) rather than a delete. */
     volatile boolean inactivated;
+
     /** resourceVersions of every write, in order. */
     final List<Long> versions = new ArrayList<>();
+
     private String phase = "Pending";
 
     PodHistory(String name, long execId) {
@@ -59,10 +71,12 @@ final class PodChurn {
 
   /** What the churn did, by kind. */
   final AtomicInteger creates = new AtomicInteger();
+
   final AtomicInteger phaseChanges = new AtomicInteger();
   final AtomicInteger relabels = new AtomicInteger();
   final AtomicInteger inactivations = new AtomicInteger();
   final AtomicInteger deletes = new AtomicInteger();
+
   /** Operations that had to be retried (the apiserver was down or refused). */
   final AtomicInteger retried = new AtomicInteger();
 
@@ -70,8 +84,12 @@ final class PodChurn {
   private final String appId;
   private final Random random;
   private final Map<String, PodHistory> pods = new ConcurrentHashMap<>();
-  /** Live pods in creation order: the random choices index into it, so they depend on the seed only. */
+
+  /**
+   * Live pods in creation order: the random choices index into it, so they depend on the seed only.
+   */
   private final List<PodHistory> live = new ArrayList<>();
+
   private long nextExecId = 1;
   private long ticks;
   private volatile boolean running = true;
@@ -105,7 +123,11 @@ final class PodChurn {
   }
 
   int changes() {
-    return creates.get() + phaseChanges.get() + relabels.get() + inactivations.get() + deletes.get();
+    return creates.get()
+        + phaseChanges.get()
+        + relabels.get()
+        + inactivations.get()
+        + deletes.get();
   }
 
   private void run() {
@@ -171,16 +193,20 @@ final class PodChurn {
     long execId = nextExecId++;
     PodHistory pod = new PodHistory(TestPlane.podName(appId, execId), execId);
     pods.put(pod.name, pod);
-    Pod created = retrying("create " + pod.name, () -> {
-      try {
-        return plane.createExecutor(appId, execId);
-      } catch (KubernetesClientException e) {
-        if (e.getCode() == 409) { // an earlier attempt made it before the apiserver went away
-          return plane.admin().pods().withName(pod.name).get();
-        }
-        throw e;
-      }
-    });
+    Pod created =
+        retrying(
+            "create " + pod.name,
+            () -> {
+              try {
+                return plane.createExecutor(appId, execId);
+              } catch (KubernetesClientException e) {
+                if (e.getCode()
+                    == 409) { // an earlier attempt made it before the apiserver went away
+                  return plane.admin().pods().withName(pod.name).get();
+                }
+                throw e;
+              }
+            });
     pod.wrote(created);
     pod.createdAt = System.currentTimeMillis();
     live.add(pod);
@@ -210,21 +236,32 @@ final class PodChurn {
 
   private void delete(PodHistory pod) {
     pod.goneAt = System.currentTimeMillis();
-    retrying("delete " + pod.name, () -> {
-      plane.deletePod(pod.name); // a pod already gone (an earlier attempt made it) is no error
-      return null;
-    });
+    retrying(
+        "delete " + pod.name,
+        () -> {
+          plane.deletePod(pod.name); // a pod already gone (an earlier attempt made it) is no error
+          return null;
+        });
     live.remove(pod);
     deletes.incrementAndGet();
   }
 
   private Pod patchLabel(PodHistory pod, String key, String value) {
     String patch = "{\"metadata\":{\"labels\":{\"" + key + "\":\"" + value + "\"}}}";
-    return retrying("label " + pod.name, () ->
-        plane.admin().pods().withName(pod.name).patch(PatchContext.of(PatchType.JSON_MERGE), patch));
+    return retrying(
+        "label " + pod.name,
+        () ->
+            plane
+                .admin()
+                .pods()
+                .withName(pod.name)
+                .patch(PatchContext.of(PatchType.JSON_MERGE), patch));
   }
 
-  /** Runs {@code operation} until the apiserver takes it: it may be restarting, or refuse for a moment. */
+  /**
+   * Runs {@code operation} until the apiserver takes it: it may be restarting, or refuse for a
+   * moment.
+   */
   private <T> T retrying(String what, Supplier<T> operation) {
     long deadline = System.currentTimeMillis() + GIVE_UP_MILLIS;
     boolean first = true;
@@ -232,7 +269,8 @@ final class PodChurn {
       try {
         return operation.get();
       } catch (KubernetesClientException e) {
-        // Anything but a refusal of the request itself may pass: down, restarting, not ready, throttled, conflict.
+        // Anything but a refusal of the request itself may pass: down, restarting, not ready,
+        // throttled, conflict.
         boolean refused = e.getCode() == 400 || e.getCode() == 404 || e.getCode() == 422;
         if (refused || System.currentTimeMillis() > deadline) {
           throw new IllegalStateException(what + " failed", e);

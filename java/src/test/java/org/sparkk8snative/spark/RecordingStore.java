@@ -35,24 +35,27 @@ final class RecordingStore extends ForwardingSnapshotsStore {
   private final List<Replacement> replacements = new ArrayList<>();
   private final Map<String, List<Update>> updatesByPod = new HashMap<>();
   private Map<String, Long> held = new HashMap<>();
+
   /** Pods a full snapshot carried at an older version than an update had already delivered. */
   private final List<String> olderThanDelivered = new ArrayList<>();
 
   private volatile ExecutorPodsSnapshot lastSparkSnapshot;
 
   /**
-   * @param health the informer's health now (called from the lister's thread, at each full snapshot)
+   * @param health the informer's health now (called from the lister's thread, at each full
+   *     snapshot)
    * @param onReplacement checks each full snapshot as it comes
    */
   RecordingStore(Supplier<InformerHealth> health, Consumer<Replacement> onReplacement) {
     this.health = health;
     this.onReplacement = onReplacement;
-    Function1<Seq<ExecutorPodsSnapshot>, BoxedUnit> subscriber = snapshots -> {
-      if (!snapshots.isEmpty()) {
-        lastSparkSnapshot = snapshots.last();
-      }
-      return BoxedUnit.UNIT;
-    };
+    Function1<Seq<ExecutorPodsSnapshot>, BoxedUnit> subscriber =
+        snapshots -> {
+          if (!snapshots.isEmpty()) {
+            lastSparkSnapshot = snapshots.last();
+          }
+          return BoxedUnit.UNIT;
+        };
     addSubscriber(20L, subscriber);
   }
 
@@ -78,13 +81,15 @@ final class RecordingStore extends ForwardingSnapshotsStore {
     for (Pod pod : CollectionConverters.asJava(pods)) {
       versions.put(pod.getMetadata().getName(), version(pod));
     }
-    versions.forEach((name, version) -> {
-      Long delivered = held.get(name);
-      if (delivered != null && delivered > version) {
-        olderThanDelivered.add(name + "@" + version + "<" + delivered);
-      }
-    });
-    Replacement replacement = new Replacement(System.currentTimeMillis(), Map.copyOf(versions), now);
+    versions.forEach(
+        (name, version) -> {
+          Long delivered = held.get(name);
+          if (delivered != null && delivered > version) {
+            olderThanDelivered.add(name + "@" + version + "<" + delivered);
+          }
+        });
+    Replacement replacement =
+        new Replacement(System.currentTimeMillis(), Map.copyOf(versions), now);
     replacements.add(replacement);
     held = new HashMap<>(versions);
     super.replaceSnapshot(pods);

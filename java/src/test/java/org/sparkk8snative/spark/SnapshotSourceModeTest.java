@@ -10,7 +10,10 @@ import org.apache.spark.SparkConf;
 import org.junit.jupiter.api.Test;
 import org.sparkk8snative.ConfigKeys;
 
-/** Which pair of sources each combination of flags selects, and what that does to Spark's own switches. */
+/**
+ * Which pair of sources each combination of flags selects, and what that does to Spark's own
+ * switches.
+ */
 class SnapshotSourceModeTest {
   private static final String[] TRI = {null, "true", "false"};
 
@@ -34,8 +37,14 @@ class SnapshotSourceModeTest {
           } else {
             assertEquals(SnapshotSourceMode.LEGACY, mode, label);
             // Legacy mode leaves Spark's own switches exactly as they were.
-            assertEquals(watcher, conf.getOption(ConfigKeys.ENABLE_API_WATCHER).getOrElse(() -> null), label);
-            assertEquals(polling, conf.getOption(ConfigKeys.ENABLE_API_POLLING).getOrElse(() -> null), label);
+            assertEquals(
+                watcher,
+                conf.getOption(ConfigKeys.ENABLE_API_WATCHER).getOrElse(() -> null),
+                label);
+            assertEquals(
+                polling,
+                conf.getOption(ConfigKeys.ENABLE_API_POLLING).getOrElse(() -> null),
+                label);
           }
           checked.add(label);
         }

@@ -37,8 +37,9 @@ class SparkInternalsTest {
     assertEquals(SparkContext.class, field.getType());
     field.setAccessible(true); // the driver's JVM must allow it, as it does here
     // The field holds the constructor's SparkContext: the only constructor takes one.
-    assertTrue(Arrays.stream(KubernetesClusterSchedulerBackend.class.getConstructors())
-        .allMatch(c -> Arrays.asList(c.getParameterTypes()).contains(SparkContext.class)));
+    assertTrue(
+        Arrays.stream(KubernetesClusterSchedulerBackend.class.getConstructors())
+            .allMatch(c -> Arrays.asList(c.getParameterTypes()).contains(SparkContext.class)));
   }
 
   @Test
@@ -51,7 +52,9 @@ class SparkInternalsTest {
   void requestNewExecutorsIsOverriddenWithSparksSignature() throws Exception {
     Method spark = SparkInternals.requestNewExecutorsMethod();
     assertTrue(SparkInternals.requestNewExecutorsIsOverridden());
-    Method ours = NativeExecutorPodsAllocator.class.getDeclaredMethod(spark.getName(), spark.getParameterTypes());
+    Method ours =
+        NativeExecutorPodsAllocator.class.getDeclaredMethod(
+            spark.getName(), spark.getParameterTypes());
     assertEquals(spark.getReturnType(), ours.getReturnType());
     assertFalse(ours.isBridge(), "a real override, not a bridge to another signature");
   }
@@ -75,11 +78,12 @@ class SparkInternalsTest {
     assertTrue(Files.isDirectory(sources), sources.toAbsolutePath().toString());
     List<String> offenders;
     try (Stream<Path> files = Files.list(sources)) {
-      offenders = files
-          .filter(f -> f.toString().endsWith(".java") && !f.endsWith("SparkInternals.java"))
-          .filter(SparkInternalsTest::usesReflection)
-          .map(f -> f.getFileName().toString())
-          .collect(Collectors.toList());
+      offenders =
+          files
+              .filter(f -> f.toString().endsWith(".java") && !f.endsWith("SparkInternals.java"))
+              .filter(SparkInternalsTest::usesReflection)
+              .map(f -> f.getFileName().toString())
+              .collect(Collectors.toList());
     }
     assertEquals(List.of(), offenders, "reflection on Spark belongs in SparkInternals");
   }
@@ -87,7 +91,8 @@ class SparkInternalsTest {
   private static boolean usesReflection(Path file) {
     try {
       String text = Files.readString(file);
-      return Stream.of("java.lang.reflect", "getDeclaredField", "getDeclaredMethod", "setAccessible")
+      return Stream.of(
+              "java.lang.reflect", "getDeclaredField", "getDeclaredMethod", "setAccessible")
           .anyMatch(text::contains);
     } catch (IOException e) {
       throw new AssertionError(e);

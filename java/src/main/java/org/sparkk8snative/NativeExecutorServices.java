@@ -1,11 +1,7 @@
 package org.sparkk8snative;
 
-import java.lang.ref.Cleaner;
 import java.util.Collection;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicBoolean;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Executor Services (one ClusterIP Service per executor, as Spark's executor-service proposal has
@@ -13,21 +9,16 @@ import org.slf4j.LoggerFactory;
  * Spark's own watch and polling sources: the allocator ensures the Service of each executor pod it
  * creates. (With the informer on, Services follow the pods the informer sees instead.)
  *
- * <p>Thread-safe. Closing twice is harmless. A {@link Cleaner} releases the native handle of an
- * instance that is collected without being closed, and logs that it did.
+ * <p>Thread-safe. Closing twice is harmless. An instance collected without being closed releases
+ * its native handle, with a log line (see {@link NativeHandle}).
  */
 public final class NativeExecutorServices implements AutoCloseable {
-  private static final Logger LOG = LoggerFactory.getLogger(NativeExecutorServices.class);
-  private static final Cleaner CLEANER = Cleaner.create();
-
-  private final long handle;
-  private final AtomicBoolean closed;
-  private final Cleaner.Cleanable cleanable;
+  private final NativeHandle handle;
 
   private NativeExecutorServices(long handle, String applicationId) {
-    this.handle = handle;
-    this.closed = new AtomicBoolean();
-    this.cleanable = CLEANER.register(this, new Release(handle, applicationId, closed));
+    this.handle =
+        new NativeHandle(
+            this, handle, NativeBridge::closeServices, "The executor Services of " + applicationId);
   }
 
   /**
@@ -48,54 +39,16 @@ public final class NativeExecutorServices implements AutoCloseable {
    *     tried)
    */
   public int ensure(Collection<String> executorIds) {
-    return NativeBridge.ensureServices(handle, executorIds.toArray(new String[0]));
+    return NativeBridge.ensureServices(handle.id(), executorIds.toArray(new String[0]));
   }
 
   /** Releases the native handle; harmless when called again. */
   @Override
   public void close() {
-    if (closed.compareAndSet(false, true)) {
-      cleanable.clean();
-    }
+    handle.close();
   }
 
   public boolean isClosed() {
-    return closed.get();
-  }
-
-  /**
-   * Releases the handle, on {@link #close()} or when the instance is collected unclosed. Must not
-   * reference the NativeExecutorServices, or it would never be collected; it shares only the closed
-   * flag, which tells the two cases apart.
-   */
-  private static final class Release implements Runnable {
-    private final long handle;
-    private final String applicationId;
-    private final AtomicBoolean closed;
-
-    Release(long handle, String applicationId, AtomicBoolean closed) {
-      this.handle = handle;
-      this.applicationId = applicationId;
-      this.closed = closed;
-    }
-
-    @Override
-    public void run() {
-      if (closed.get()) {
-        NativeBridge.closeServices(handle); // close(): a failure goes to its caller
-        return;
-      }
-      // Collected unclosed: this runs on the Cleaner's thread, which would drop an exception
-      // unseen.
-      LOG.warn(
-          "The executor Services of {} were not closed: releasing their native handle as they are "
-              + "garbage-collected",
-          applicationId);
-      try {
-        NativeBridge.closeServices(handle);
-      } catch (RuntimeException e) {
-        LOG.warn("Could not release the executor Services handle of {}", applicationId, e);
-      }
-    }
+    return handle.isClosed();
   }
 }

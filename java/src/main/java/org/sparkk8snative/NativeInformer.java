@@ -1,9 +1,7 @@
 package org.sparkk8snative;
 
-import java.lang.ref.Cleaner;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A native executor-pod informer: one list, then one long-lived watch of an app's executor pods,
@@ -11,20 +9,19 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * slow or down; {@link #health()} says how it is doing.
  *
  * <p>Thread-safe. Closing twice is harmless; any other call after {@link #close()} throws {@link
- * IllegalStateException}. A {@link Cleaner} closes a forgotten informer when it is collected.
+ * IllegalStateException}. A forgotten informer is closed when it is collected (see {@link
+ * NativeHandle}).
  */
 public final class NativeInformer implements AutoCloseable {
-  private static final Cleaner CLEANER = Cleaner.create();
-
+  private final NativeHandle nativeHandle;
   private final long handle;
   private final String applicationId;
-  private final AtomicBoolean closed = new AtomicBoolean();
-  private final Cleaner.Cleanable cleanable;
 
   private NativeInformer(long handle, String applicationId) {
     this.handle = handle;
     this.applicationId = applicationId;
-    this.cleanable = CLEANER.register(this, new Release(handle));
+    this.nativeHandle =
+        new NativeHandle(this, handle, NativeBridge::close, "The informer of " + applicationId);
   }
 
   /**
@@ -79,31 +76,15 @@ public final class NativeInformer implements AutoCloseable {
   /** Stops the informer and releases it; harmless when called again. */
   @Override
   public void close() {
-    if (closed.compareAndSet(false, true)) {
-      cleanable.clean();
-    }
+    nativeHandle.close();
   }
 
   public boolean isClosed() {
-    return closed.get();
+    return nativeHandle.isClosed();
   }
 
   /** Informers created and not yet closed, in this JVM. */
   public static int openInformers() {
     return NativeBridge.openHandles();
-  }
-
-  /** Must not reference the NativeInformer, or it would never be collected. */
-  private static final class Release implements Runnable {
-    private final long handle;
-
-    Release(long handle) {
-      this.handle = handle;
-    }
-
-    @Override
-    public void run() {
-      NativeBridge.close(handle);
-    }
   }
 }

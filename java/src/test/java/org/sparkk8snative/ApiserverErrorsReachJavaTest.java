@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.fabric8.kubernetes.api.model.PodBuilder;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -16,24 +15,7 @@ class ApiserverErrorsReachJavaTest {
   void aForbiddenServiceWriteIsAForbiddenException() {
     TestPlane plane = TestPlane.get();
     String app = TestPlane.uniqueAppId("forbidden");
-    String driver = app + "-driver";
-    plane
-        .admin()
-        .pods()
-        .resource(
-            new PodBuilder()
-                .withNewMetadata()
-                .withName(driver)
-                .addToLabels("spark-role", "driver")
-                .endMetadata()
-                .withNewSpec()
-                .addNewContainer()
-                .withName("driver")
-                .withImage("spark:4.2.0")
-                .endContainer()
-                .endSpec()
-                .build())
-        .create();
+    String driver = plane.createDriver(app).getMetadata().getName();
     Map<String, String> conf = plane.sparkConf(false);
     // An identity with rights on pods only: every Service write is refused.
     conf.put(

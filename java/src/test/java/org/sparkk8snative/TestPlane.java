@@ -305,6 +305,26 @@ public final class TestPlane {
     return appId + "-exec-" + execId;
   }
 
+  /** A driver pod named {@code <appId>-driver}: what owns an app's executor Services. */
+  public Pod createDriver(String appId) {
+    return admin()
+        .pods()
+        .resource(
+            new io.fabric8.kubernetes.api.model.PodBuilder()
+                .withNewMetadata()
+                .withName(appId + "-driver")
+                .addToLabels("spark-role", "driver")
+                .endMetadata()
+                .withNewSpec()
+                .addNewContainer()
+                .withName("driver")
+                .withImage("spark:4.2.0")
+                .endContainer()
+                .endSpec()
+                .build())
+        .create();
+  }
+
   public Pod createExecutor(String appId, long execId) {
     Pod pod =
         new PodBuilder()

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Service;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -221,24 +220,7 @@ class ChaosRunTest {
     long began = System.currentTimeMillis();
     plane = TestPlane.start("chaos", "--watch-cache=" + watchCache);
     String app = TestPlane.uniqueAppId("chaos");
-    Pod driver =
-        plane
-            .admin()
-            .pods()
-            .resource(
-                new PodBuilder()
-                    .withNewMetadata()
-                    .withName(app + "-driver")
-                    .addToLabels("spark-role", "driver")
-                    .endMetadata()
-                    .withNewSpec()
-                    .addNewContainer()
-                    .withName("driver")
-                    .withImage("spark:4.0.0")
-                    .endContainer()
-                    .endSpec()
-                    .build())
-            .create();
+    Pod driver = plane.createDriver(app);
 
     churn = new PodChurn(plane, app, SEED);
     store = new RecordingStore(this::healthNow, this::check);

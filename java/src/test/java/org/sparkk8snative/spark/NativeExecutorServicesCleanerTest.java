@@ -51,7 +51,7 @@ class NativeExecutorServicesCleanerTest {
       assertEquals(
           before, NativeInformer.openInformers(), "the Cleaner released the forgotten handle");
       assertTrue(
-          log.logged(Level.WARN, "spark-cleaner-forgotten were not closed"),
+          log.logged(Level.WARN, "spark-cleaner-forgotten was not closed"),
           "the release is logged");
       assertFalse(
           log.logged(Level.WARN, "spark-cleaner-closed"), "a closed instance is not reported");

@@ -5,8 +5,8 @@
 //! from a *full* snapshot once it has been registered longer than
 //! `missingPodDetectDelta`. A snapshot from a cache that never synced (empty)
 //! or that stopped following the apiserver (stale) would remove healthy
-//! executors. So the lister is ready only when the cache has synced once and
-//! the apiserver has shown a sign of life within the stale bound.
+//! executors. So the lister is ready only when the cache is known to be current
+//! within the stale bound (see `machine.rs` for what makes it current).
 
 use std::time::{Duration, SystemTime};
 

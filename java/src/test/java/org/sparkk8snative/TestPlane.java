@@ -305,6 +305,24 @@ public final class TestPlane {
     return appId + "-exec-" + execId;
   }
 
+  /**
+   * What a Spark driver on this plane needs (master, namespace, the restricted identity, a local
+   * driver address, no UI); callers add what their run is about.
+   */
+  public org.apache.spark.SparkConf sparkDriverConf(String appName) {
+    return new org.apache.spark.SparkConf(false)
+        .setMaster("k8s://" + apiserverUrl())
+        .setAppName(appName)
+        .set("spark.kubernetes.namespace", namespace())
+        .set("spark.kubernetes.authenticate.caCertFile", var("LOCALPLANE_CA_FILE"))
+        .set(
+            "spark.kubernetes.authenticate.oauthTokenFile", var("LOCALPLANE_RESTRICTED_TOKEN_FILE"))
+        .set("spark.kubernetes.container.image", "spark:4.0.0")
+        .set("spark.driver.host", "127.0.0.1")
+        .set("spark.driver.bindAddress", "127.0.0.1")
+        .set("spark.ui.enabled", "false");
+  }
+
   /** A driver pod named {@code <appId>-driver}: what owns an app's executor Services. */
   public Pod createDriver(String appId) {
     return admin()

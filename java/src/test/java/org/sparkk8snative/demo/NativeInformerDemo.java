@@ -71,19 +71,9 @@ public final class NativeInformerDemo {
     String mode = nativeInformer ? "native informer + lister" : "Spark's legacy watch + polling";
     System.out.printf("%n=== %s ===%n", mode);
     SparkConf conf =
-        new SparkConf(false)
-            .setMaster("k8s://" + plane.apiserverUrl())
-            .setAppName("spark-k8s-native-demo")
-            .set("spark.kubernetes.namespace", plane.namespace())
-            .set("spark.kubernetes.authenticate.caCertFile", plane.var("LOCALPLANE_CA_FILE"))
-            .set(
-                "spark.kubernetes.authenticate.oauthTokenFile",
-                plane.var("LOCALPLANE_RESTRICTED_TOKEN_FILE"))
-            .set("spark.kubernetes.container.image", "spark:4.0.0")
+        plane
+            .sparkDriverConf("spark-k8s-native-demo")
             .set("spark.executor.instances", "3")
-            .set("spark.driver.host", "127.0.0.1")
-            .set("spark.driver.bindAddress", "127.0.0.1")
-            .set("spark.ui.enabled", "false")
             .set(
                 "spark.kubernetes.allocation.pods.allocator",
                 NativeExecutorPodsAllocator.class.getName())

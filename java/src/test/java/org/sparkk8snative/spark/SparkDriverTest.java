@@ -29,19 +29,9 @@ class SparkDriverTest {
 
   private SparkConf conf(boolean nativeInformer) {
     SparkConf conf =
-        new SparkConf(false)
-            .setMaster("k8s://" + plane.apiserverUrl())
-            .setAppName("spark-k8s-native-test")
-            .set("spark.kubernetes.namespace", plane.namespace())
-            .set("spark.kubernetes.authenticate.caCertFile", plane.var("LOCALPLANE_CA_FILE"))
-            .set(
-                "spark.kubernetes.authenticate.oauthTokenFile",
-                plane.var("LOCALPLANE_RESTRICTED_TOKEN_FILE"))
-            .set("spark.kubernetes.container.image", "spark:4.0.0")
+        plane
+            .sparkDriverConf("spark-k8s-native-test")
             .set("spark.executor.instances", "2")
-            .set("spark.driver.host", "127.0.0.1")
-            .set("spark.driver.bindAddress", "127.0.0.1")
-            .set("spark.ui.enabled", "false")
             .set("spark.kubernetes.allocation.batch.delay", "200ms")
             .set(
                 "spark.kubernetes.allocation.pods.allocator",

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Builds the local control plane (kube-apiserver, kube-controller-manager,
-# kubectl from the Go module proxy at the release pinned in
-# tests/localplane/go.mod, and the localplane launcher with embedded etcd) into
-# a cache outside the repo, keyed by what it is built from, and prints the bin
-# directory. Only the first run builds (about 7 minutes on 2 cores); later runs
-# reuse the cache.
+# Builds the local control plane into a cache outside the repo, keyed by what
+# it is built from, and prints the bin directory:
+#  - from tests/localplane (Kubernetes at the release pinned in its go.mod):
+#    kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy,
+#    kubectl, and the localplane launcher with embedded etcd;
+#  - from tests/localnode (modules of their own: they need a newer client-go):
+#    node-agent (the node whose pods are processes) and coredns.
+# Only the first run builds (about 12 minutes on 2 cores); later runs reuse the
+# cache, and a change to one module rebuilds only that module.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 src="$root/tests/localplane"
@@ -24,43 +27,68 @@ export GOFLAGS="${GOFLAGS:-} -trimpath"
 # A Go older than go.mod asks for fetches the right toolchain from the module proxy.
 export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
 
-if [[ ! -x "$bin/kube-apiserver" || ! -x "$bin/kube-controller-manager" || ! -x "$bin/kubectl" ]]; then
-  say "building Kubernetes $k8s_version (kube-apiserver, kube-controller-manager, kubectl) into $bin"
-  say "first build only: downloads modules and compiles ~3000 packages, about 7 minutes on 2 cores"
-  began=$SECONDS
-  (cd "$src" && go mod download) >&2
+# go_build DIR LOG LDFLAGS OUT PACKAGE...: builds into OUT (a directory, or
+# a file for one package), showing progress:
+# go build -v names each package it compiles; count them, with the time since
+# the build began (bash's $SECONDS, the same clock as $began).
+go_build() {
+  local dir=$1 log=$2 flags=$3 out=$4
+  shift 4
+  (cd "$dir" && go mod download) >&2
   say "modules downloaded in $((SECONDS - began))s; compiling"
-  tmp=$(mktemp -d "$bin/.build.XXXXXX")
-  # go build -v names each package it compiles: count them, with the time
-  # since the build began (bash's $SECONDS, the same clock as $began).
-  (cd "$src" && go build -v -ldflags "$ldflags" -o "$tmp/" \
-      k8s.io/kubernetes/cmd/kube-apiserver \
-      k8s.io/kubernetes/cmd/kube-controller-manager \
-      k8s.io/kubernetes/cmd/kubectl 2>&1) | tee "$bin/build.log" |
+  (cd "$dir" && go build -v -ldflags "$flags" -o "$out" "$@" 2>&1) | tee "$log" |
     { n=0; while IFS= read -r _; do
         n=$((n + 1))
         if ((n % 250 == 0)); then say "$n packages compiled ($((SECONDS - began))s)"; fi
       done; } \
     || true
-  for b in kube-apiserver kube-controller-manager kubectl; do
+}
+
+# install_built LOG NAME...: moves what go_build made into $bin, or fails naming what is missing.
+install_built() {
+  local log=$1
+  shift
+  for b in "$@"; do
     if [[ ! -x "$tmp/$b" ]]; then
-      tail -40 "$bin/build.log" >&2
-      say "FAILED: $b was not built; full log: $bin/build.log"
+      tail -40 "$log" >&2
+      say "FAILED: $b was not built; full log: $log"
       exit 1
     fi
     mv "$tmp/$b" "$bin/$b"
   done
-  rmdir "$tmp"
+  rm -rf "$tmp"
+}
+
+kube_binaries=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl)
+missing=()
+for b in "${kube_binaries[@]}"; do [[ -x "$bin/$b" ]] || missing+=("$b"); done
+if ((${#missing[@]} > 0)); then
+  say "building Kubernetes $k8s_version (${missing[*]}) into $bin"
+  say "first build only: downloads modules and compiles ~3000 packages, about 8 minutes on 2 cores"
+  began=$SECONDS
+  tmp=$(mktemp -d "$bin/.build.XXXXXX")
+  go_build "$src" "$bin/build.log" "$ldflags" "$tmp/" "${missing[@]/#/k8s.io/kubernetes/cmd/}"
+  install_built "$bin/build.log" "${missing[@]}"
   say "Kubernetes binaries built in $((SECONDS - began))s"
 fi
 
-launcher_key=$(cat "$src"/go.mod "$src"/go.sum "$src"/*.go | sha256sum | cut -c1-12)
-if [[ ! -x "$bin/localplane" || "$(cat "$bin/localplane.key" 2>/dev/null)" != "$launcher_key" ]]; then
+# build_module NAME DIR [PACKAGE]: our own Go programs, rebuilt when their source changes.
+build_module() {
+  local name=$1 dir=$2 key
+  key=$(cat "$dir"/go.mod "$dir"/go.sum "$dir"/*.go | sha256sum | cut -c1-12)
+  if [[ -x "$bin/$name" && "$(cat "$bin/$name.key" 2>/dev/null)" == "$key" ]]; then
+    return
+  fi
   began=$SECONDS
-  say "building the localplane launcher (embedded etcd)"
-  (cd "$src" && go build -o "$bin/localplane.tmp" . >&2)
-  mv "$bin/localplane.tmp" "$bin/localplane"
-  echo "$launcher_key" > "$bin/localplane.key"
-  say "launcher built in $((SECONDS - began))s"
-fi
+  say "building $name from ${dir#"$root"/}${3:+ ($3)}"
+  tmp=$(mktemp -d "$bin/.build.XXXXXX")
+  go_build "$dir" "$bin/$name-build.log" "" "$tmp/$name" .
+  install_built "$bin/$name-build.log" "$name"
+  echo "$key" > "$bin/$name.key"
+  say "$name built in $((SECONDS - began))s"
+}
+
+build_module localplane "$src" "embedded etcd"
+build_module node-agent "$root/tests/localnode/agent" "virtual-kubelet; first build ~4 minutes"
+build_module coredns "$root/tests/localnode/coredns" "first build ~3 minutes"
 echo "$bin"

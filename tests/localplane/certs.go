@@ -64,8 +64,10 @@ func writePKI(dir, clientUser string) {
 	writePEM(filepath.Join(dir, "ca.crt"), "CERTIFICATE", der)
 
 	p.leaf(filepath.Join(dir, "apiserver"), pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth,
-		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")})
+		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+			"kubernetes.default.svc." + clusterDomain},
+		// The sealed cluster's node IP and kubernetes Service ClusterIP.
+		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1"), net.ParseIP(nodeIP), net.ParseIP(kubernetesSvcIP)})
 	p.leaf(filepath.Join(dir, "client"), pkix.Name{CommonName: clientUser}, x509.ExtKeyUsageClientAuth, nil, nil)
 	writeKey(filepath.Join(dir, "sa.key"), newKey())
 }

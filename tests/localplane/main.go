@@ -2,12 +2,17 @@
 // tests and the demo: embedded etcd, kube-apiserver (RBAC, static tokens, audit
 // log), kube-controller-manager (garbage collector, namespace and
 // service-account controllers), a fault-injecting proxy and a control endpoint.
+// With --node, the sealed cluster: the same plane plus kube-scheduler, a node
+// whose pods are processes, kube-proxy and CoreDNS, all inside one network
+// namespace with no route out of the machine (sealed.go, node.go).
 //
 //	localplane run   --dir DIR [--bin BINDIR] [--watch-cache=true] [--min-request-timeout=1800] [--apiserver-arg=FLAG]...
-//	                 [--exit-with-parent] [--remove-dir-on-exit]
+//	                 [--exit-with-parent] [--remove-dir-on-exit] [--node --images FILE]
 //	localplane start --dir DIR [same flags]   # run in the background; returns once ready
 //	localplane stop  --dir DIR                # stop it and remove DIR
 //	localplane ctl   --dir DIR METHOD PATH    # call the control endpoint, e.g. POST /etcd/compact
+//	localplane exec  --dir DIR -- CMD...      # run CMD inside the sealed cluster's node namespace
+//	localplane leftovers --prefix P --dir DIR --netns-inode N   # after stop: exit 1 if anything of run P is left
 //
 // When ready, DIR/plane.env lists every address and file (LOCALPLANE_*).
 package main
@@ -44,16 +49,29 @@ func main() {
 	var apiserverArgs stringList
 	fs.Var(&apiserverArgs, "apiserver-arg", "extra kube-apiserver flag, e.g. --feature-gates=WatchList=false (repeatable)")
 	timeout := fs.Duration("timeout", 180*time.Second, "start: how long to wait for readiness")
+	node := fs.Bool("node", false, "the sealed cluster: a node whose pods are processes, in a network namespace of its own")
+	images := fs.String("images", "", "with --node: the node agent's image table (JSON, see tests/localnode/agent)")
+	prefix := fs.String("prefix", "", "leftovers: the run prefix (LOCALPLANE_RUN_PREFIX)")
+	netnsInode := fs.Uint64("netns-inode", 0, "leftovers: the node namespace's inode (LOCALPLANE_NETNS_INODE)")
 	_ = fs.Parse(args)
 	if *dir == "" {
 		usage()
 	}
 	abs, err := filepath.Abs(*dir)
 	must(err)
-	opts := planeOptions{dir: abs, binDir: *binDir, watchCache: *watchCache, minRequestTimeout: *minRequestTimeout, extraAPIServerArgs: apiserverArgs}
+	opts := planeOptions{dir: abs, binDir: *binDir, watchCache: *watchCache, minRequestTimeout: *minRequestTimeout,
+		extraAPIServerArgs: apiserverArgs, node: *node, images: *images}
+	if *node && *images == "" && (cmd == "run" || cmd == "start") {
+		fmt.Fprintln(os.Stderr, "--node needs --images FILE: the image table that maps image names to local commands")
+		os.Exit(2)
+	}
 	switch cmd {
 	case "run":
-		run(opts, *exitWithParent)
+		if *node && os.Getenv(insideNodeEnv) == "" {
+			superviseSealed(opts, args, *exitWithParent)
+		} else {
+			run(opts, *exitWithParent)
+		}
 		if *removeDir {
 			_ = os.RemoveAll(abs)
 		}
@@ -63,6 +81,10 @@ func main() {
 		stop(abs)
 	case "ctl":
 		ctl(abs, fs.Args())
+	case "exec":
+		execInNode(abs, fs.Args())
+	case "leftovers":
+		checkLeftovers(*prefix, abs, *netnsInode)
 	default:
 		usage()
 	}
@@ -165,7 +187,8 @@ func stop(dir string) {
 	if env := readEnv(dir); env != nil {
 		if pid, err := strconv.Atoi(env["LOCALPLANE_PID"]); err == nil {
 			if p, err := os.FindProcess(pid); err == nil && p.Signal(syscall.SIGTERM) == nil {
-				for i := 0; i < 300 && p.Signal(syscall.Signal(0)) == nil; i++ {
+				// A sealed cluster's supervisor first waits for its pods and components to end.
+				for i := 0; i < 900 && processAlive(pid); i++ {
 					time.Sleep(100 * time.Millisecond)
 				}
 			}
@@ -187,6 +210,25 @@ func ctl(dir string, args []string) {
 	defer resp.Body.Close()
 	_, _ = io.Copy(os.Stdout, resp.Body)
 	if resp.StatusCode != 200 {
+		os.Exit(1)
+	}
+}
+
+// execInNode runs a command inside the sealed cluster's node namespace, with
+// `ip netns exec` so that /etc/netns/<node> (the cluster's DNS) applies.
+func execInNode(dir string, args []string) {
+	env := readEnv(dir)
+	if env == nil || env["LOCALPLANE_NODE_NETNS"] == "" || len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: localplane exec --dir DIR -- CMD... (a sealed cluster, --node, must be running in DIR)")
+		os.Exit(2)
+	}
+	cmd := exec.Command("ip", append([]string{"netns", "exec", env["LOCALPLANE_NODE_NETNS"]}, args...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		if exit, ok := err.(*exec.ExitError); ok {
+			os.Exit(exit.ExitCode())
+		}
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }

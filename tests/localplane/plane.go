@@ -33,6 +33,9 @@ type planeOptions struct {
 	minRequestTimeout int
 	// Extra kube-apiserver flags, appended last (so they win).
 	extraAPIServerArgs []string
+	// node: the sealed cluster (node.go, sealed.go); images: the node agent's image table.
+	node   bool
+	images string
 }
 
 type plane struct {
@@ -46,6 +49,7 @@ type plane struct {
 	controlURL string
 	adminToken string
 	httpClient *http.Client
+	node       *nodeComponents // nil on the loopback plane
 }
 
 func (pl *plane) path(name string) string { return filepath.Join(pl.opts.dir, name) }
@@ -54,6 +58,12 @@ func runPlane(opts planeOptions) (*plane, error) {
 	began := time.Now()
 	pl := &plane{opts: opts}
 	must(os.MkdirAll(opts.dir, 0o755))
+	if opts.node {
+		pl.node = nodeFromEnv()
+		if err := setUpNodeNetwork(); err != nil {
+			return pl, err
+		}
+	}
 	writePKI(opts.dir, restrictedUser)
 	pl.adminToken = randomToken()
 	tokens := map[string]string{
@@ -61,6 +71,7 @@ func runPlane(opts planeOptions) (*plane, error) {
 		"restricted":          randomToken(),
 		"pods-only":           randomToken(),
 		"kube-controller-mgr": randomToken(),
+		"node-components":     randomToken(),
 	}
 	tokens["admin"] = pl.adminToken
 	var csv strings.Builder
@@ -68,6 +79,8 @@ func runPlane(opts planeOptions) (*plane, error) {
 	fmt.Fprintf(&csv, "%s,%s,uid-restricted\n", tokens["restricted"], restrictedUser)
 	fmt.Fprintf(&csv, "%s,%s,uid-pods-only\n", tokens["pods-only"], podsOnlyUser)
 	fmt.Fprintf(&csv, "%s,system:kube-controller-manager,uid-kcm,\"system:masters\"\n", tokens["kube-controller-mgr"])
+	// The scheduler, node agent, kube-proxy and CoreDNS of the sealed cluster share one identity.
+	fmt.Fprintf(&csv, "%s,system:node-components,uid-node-components,\"system:masters\"\n", tokens["node-components"])
 	must(os.WriteFile(pl.path("tokens.csv"), []byte(csv.String()), 0o600))
 	for name, tok := range tokens {
 		must(os.WriteFile(pl.path(name+".token"), []byte(tok), 0o600))
@@ -76,12 +89,16 @@ func runPlane(opts planeOptions) (*plane, error) {
 
 	var err error
 	if pl.etcd, err = startEtcd(opts.dir); err != nil {
-		return nil, err
+		return pl, err
 	}
 	progress("etcd ready at %s", pl.etcd.endpoint)
 
 	port := freePort()
 	pl.apiURL = fmt.Sprintf("https://127.0.0.1:%d", port)
+	if opts.node {
+		port = sealedAPIPort
+		pl.apiURL = fmt.Sprintf("https://%s:%d", nodeIP, port)
+	}
 	pl.apiserver = &childProcess{
 		name: "kube-apiserver", path: filepath.Join(opts.binDir, "kube-apiserver"),
 		args: pl.apiserverArgs(port), logPath: pl.path("kube-apiserver.log"),
@@ -90,38 +107,55 @@ func runPlane(opts planeOptions) (*plane, error) {
 	roots.AppendCertsFromPEM(mustRead(pl.path("ca.crt")))
 	pl.httpClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	if err := pl.startAPIServer(); err != nil {
-		return nil, err
+		return pl, err
 	}
 	progress("kube-apiserver ready at %s", pl.apiURL)
 	if err := pl.bootstrap(); err != nil {
-		return nil, err
+		return pl, err
+	}
+	if opts.node {
+		if err := pl.bootstrapClusterDNS(); err != nil {
+			return pl, err
+		}
 	}
 
 	writeKubeconfig(pl.path("kube-controller-manager.kubeconfig"), pl.apiURL, pl.path("ca.crt"),
 		map[string]string{"kcm": tokens["kube-controller-mgr"]}, "kcm", "")
+	controllers := "garbagecollector,namespace,serviceaccount"
+	if opts.node {
+		// A node needs its not-ready taint removed (nodelifecycle), Services their
+		// EndpointSlices, and projected service-account volumes the root CA ConfigMap.
+		controllers += ",endpointslice-controller,node-lifecycle-controller,root-ca-certificate-publisher-controller"
+	}
 	pl.kcm = &childProcess{
 		name: "kube-controller-manager", path: filepath.Join(opts.binDir, "kube-controller-manager"),
 		args: []string{
 			"--kubeconfig=" + pl.path("kube-controller-manager.kubeconfig"),
-			"--controllers=garbagecollector,namespace,serviceaccount",
+			"--controllers=" + controllers, "--root-ca-file=" + pl.path("ca.crt"),
 			"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false",
 			"--concurrent-gc-syncs=20", "-v=1",
 		},
 		logPath: pl.path("kube-controller-manager.log"),
 	}
 	if err := pl.kcm.start(); err != nil {
-		return nil, err
+		return pl, err
 	}
 	// Pods are admitted only once their namespace's default service account exists.
 	if err := pl.waitFor("/api/v1/namespaces/"+driverNamespace+"/serviceaccounts/default", 60*time.Second); err != nil {
-		return nil, err
+		return pl, err
+	}
+
+	if opts.node {
+		if err := pl.startNodeComponents(tokens["node-components"]); err != nil {
+			return pl, err
+		}
 	}
 
 	if pl.proxy, pl.proxyURL, err = startFaultProxy(pl.apiURL, pl.path("ca.crt"), pl.path("apiserver.crt"), pl.path("apiserver.key")); err != nil {
-		return nil, err
+		return pl, err
 	}
 	if pl.controlURL, err = pl.serveControl(); err != nil {
-		return nil, err
+		return pl, err
 	}
 	writeKubeconfig(pl.path("kubeconfig"), pl.apiURL, pl.path("ca.crt"),
 		map[string]string{"admin": tokens["admin"], "restricted": tokens["restricted"]}, "admin", driverNamespace)
@@ -131,9 +165,16 @@ func runPlane(opts planeOptions) (*plane, error) {
 }
 
 func (pl *plane) apiserverArgs(port int) []string {
+	bind, advertise := "127.0.0.1", "127.0.0.1"
+	if pl.opts.node {
+		// Pods reach the apiserver at the node IP (through the kubernetes
+		// Service), and the apiserver reaches the node agent there for logs.
+		bind, advertise = "0.0.0.0", nodeIP
+	}
 	args := []string{
 		"--etcd-servers=" + pl.etcd.endpoint,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--bind-address=" + bind, "--advertise-address=" + advertise,
+		"--kubelet-preferred-address-types=InternalIP",
 		fmt.Sprintf("--secure-port=%d", port),
 		"--cert-dir=" + pl.path("apiserver-certs"),
 		"--tls-cert-file=" + pl.path("apiserver.crt"),
@@ -305,6 +346,11 @@ func (pl *plane) writeEnv() {
 		{"LOCALPLANE_AUDIT_LOG", pl.path("audit.log")},
 		{"LOCALPLANE_BIN_DIR", pl.opts.binDir},
 	}
+	if pl.node != nil {
+		// stop signals the supervisor, which outlives the plane to clean up.
+		vars[1][1] = pl.node.supervisorPID
+		vars = append(vars, pl.node.env()...)
+	}
 	var b strings.Builder
 	for _, kv := range vars {
 		fmt.Fprintf(&b, "%s=%s\n", kv[0], kv[1])
@@ -315,6 +361,9 @@ func (pl *plane) writeEnv() {
 }
 
 func (pl *plane) shutdown() {
+	if pl.node != nil {
+		pl.node.stop()
+	}
 	if pl.proxy != nil {
 		pl.proxy.close()
 	}

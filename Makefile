@@ -1,5 +1,5 @@
 # The two commands a fresh machine needs: `make demo` and `make test`.
-.PHONY: demo test plane-up plane-down lint format bench bench-informer bump-kubernetes
+.PHONY: demo test plane-up plane-down node-up node-down lint format bench bench-informer bump-kubernetes
 
 demo:
 	scripts/demo.sh
@@ -12,6 +12,14 @@ plane-up:
 
 plane-down:
 	scripts/plane.sh down
+
+# The sealed cluster by hand (root): a node whose pods are processes, in a
+# network namespace of its own; `scripts/plane.sh exec -- CMD` runs inside it.
+node-up:
+	scripts/plane.sh node-up
+
+node-down:
+	scripts/plane.sh node-down
 
 # The same lint as CI (scripts/test.sh runs it); JAVA_FORMAT_CHECK=0 skips the Java check.
 lint:

@@ -59,6 +59,14 @@ ensure_tools() {
   if ! command -v mvn >/dev/null; then
     apt_install maven
   fi
+  # The sealed cluster: kube-proxy's nftables mode runs nft; namespaces and
+  # veths need iproute2, nsenter util-linux; python3 serves the smoke tests' pods.
+  local tool pkg missing=()
+  for tool in nft:nftables ip:iproute2 nsenter:util-linux python3:python3; do
+    pkg=${tool#*:}
+    command -v "${tool%%:*}" >/dev/null || missing+=("$pkg")
+  done
+  if ((${#missing[@]} > 0)); then apt_install "${missing[@]}"; fi
   echo "go: $(go version | cut -d' ' -f3) | $(cargo --version) | $(javac -version 2>&1) | $(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g')"
 }
 
@@ -71,20 +79,45 @@ build_native_and_classes() {
 }
 
 # Starts a fresh local control plane from the binaries in $1, in directory $2
-# (stopped when the calling script exits); its settings are in $2/plane.env.
+# (stopped when the calling script exits, or by stop_plane_now); its settings
+# are in $2/plane.env. More arguments go to the launcher (e.g. --node --images F
+# for the sealed cluster).
+running_planes=()
 start_plane() {
   local bin=$1 dir=$2
+  shift 2
   "$bin/localplane" stop --dir "$dir" 2>/dev/null || true
   rm -rf "$dir"
-  "$bin/localplane" start --dir "$dir" >/dev/null
-  # shellcheck disable=SC2064 # expand now: the trap must stop this plane ($? at exit)
-  trap "stop_plane \$? '$bin' '$dir'" EXIT
+  "$bin/localplane" start --dir "$dir" "$@" >/dev/null
+  running_planes+=("$dir")
+  if ((${#running_planes[@]} == 1)); then
+    # shellcheck disable=SC2064 # expand now: the trap must stop the planes ($? at exit)
+    trap "stop_running_planes \$? '$bin'" EXIT
+  fi
+}
+
+stop_running_planes() {
+  local status=$1 bin=$2 dir
+  for dir in "${running_planes[@]}"; do
+    stop_plane "$status" "$bin" "$dir" || true
+  done
+  return "$status"
+}
+
+# Stops the plane in $2 (binaries in $1) now, as a passed run would at exit.
+stop_plane_now() {
+  local bin=$1 dir=$2 kept=() d
+  stop_plane 0 "$bin" "$dir"
+  for d in "${running_planes[@]}"; do [[ "$d" == "$dir" ]] || kept+=("$d"); done
+  running_planes=("${kept[@]}")
 }
 
 # Stops the plane in $3 (binaries in $2). Stopping removes its directory, so
 # when the script fails ($1, its exit status, not 0) the plane's logs are
-# first copied to target/failed-plane-logs/NAME: the launcher's, the
-# apiserver's and controller-manager's, and the audit log (LOCALPLANE_AUDIT_LOG).
+# first copied to target/failed-plane-logs/NAME: the launcher's, each
+# component's (apiserver, controller-manager, and on the sealed cluster the
+# scheduler, node agent, kube-proxy, CoreDNS, and the pods' logs), and the
+# audit log (LOCALPLANE_AUDIT_LOG).
 stop_plane() {
   local status=$1 bin=$2 dir=$3 kept
   kept="$root/target/failed-plane-logs/$(basename "$dir")"
@@ -97,19 +130,79 @@ stop_plane() {
     for file in "${files[@]}"; do
       if [[ -f "$file" ]]; then cp -p "$file" "$kept/" || true; fi
     done
+    if [[ -d "$dir/node" ]]; then
+      (cd "$dir/node" && find . -name '*.log' -exec cp --parents -p {} "$kept/" \;) 2>/dev/null || true
+    fi
     echo "failed (exit $status): the plane's logs are kept in $kept" >&2
   fi
   "$bin/localplane" stop --dir "$dir" || true
   return "$status"
 }
 
+# Writes the node agent's image table to $1: the Spark image of java/pom.xml's
+# Spark version runs tests/localnode/images/spark-entrypoint.sh, with this
+# machine's Java and the Spark jars of the classpath file $2 (what an image
+# would carry); images not in the table fail to start, naming it.
+node_images() {
+  local file=$1 classpath_file=$2 spark_version java_home
+  spark_version=$(sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' "$root/java/pom.xml")
+  java_home=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
+  cat > "$file" <<JSON
+{
+  "images": {
+    "spark-k8s-native/spark:$spark_version": {
+      "entrypoint": ["$root/tests/localnode/images/spark-entrypoint.sh"],
+      "env": {
+        "PATH": "$java_home/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "JAVA_HOME": "$java_home",
+        "SPARK_CLASSPATH_FILE": "$classpath_file"
+      }
+    }
+  }
+}
+JSON
+}
+
+# Starts the sealed cluster (a node whose pods are processes) in $2 with the
+# binaries in $1, for the Spark version of java/pom.xml: resolves the Spark
+# jars the executors run (java/target/spark-node.classpath) and writes the
+# image table next to the plane.
+start_sealed_cluster() {
+  local bin=$1 dir=$2 images
+  (cd "$root/java" && mvn -B -ntp -q dependency:build-classpath \
+    -Dmdep.outputFile=target/spark-node.classpath -Dmdep.includeScope=test)
+  images="$root/target/$(basename "$dir")-images.json"
+  node_images "$images" "$root/java/target/spark-node.classpath"
+  start_plane "$bin" "$dir" --node --images "$images"
+}
+
+# Runs a command inside the sealed cluster in $2 (binaries in $1), as a
+# process of its node namespace (cluster DNS, pod IPs and ClusterIPs reachable).
+in_sealed_cluster() {
+  local bin=$1 dir=$2
+  shift 2
+  "$bin/localplane" exec --dir "$dir" -- "$@"
+}
+
+# Stops the sealed cluster in $2 (binaries in $1) and fails if anything of
+# its run is left on the machine (localplane leftovers lists what it checks).
+stop_sealed_cluster_and_check() {
+  local bin=$1 dir=$2 prefix inode
+  prefix=$(sed -n 's/^LOCALPLANE_RUN_PREFIX=//p' "$dir/plane.env")
+  inode=$(sed -n 's/^LOCALPLANE_NETNS_INODE=//p' "$dir/plane.env")
+  stop_plane_now "$bin" "$dir"
+  "$bin/localplane" leftovers --prefix "$prefix" --dir "$dir" --netns-inode "$inode"
+}
+
 # Runs a Java main the way a Spark driver runs: Spark's JVM options (the java
 # @argument file java/jvm.options, which Maven's tests read too), the native
-# library, the plane in $1. Rest: classpath, main, args.
+# library, the plane in $1. Rest: classpath, main, args. With the array
+# java_runner set (e.g. to `localplane exec --dir D --`), java runs through it.
+java_runner=()
 spark_java() {
   local plane_env=$1
   shift
-  java -Xmx1g @"$root/java/jvm.options" \
+  "${java_runner[@]}" java -Xmx1g @"$root/java/jvm.options" \
     -Djava.library.path="$root/target/release" \
     -Dspark.k8s.native.test.planeEnv="$plane_env" \
     -Dlog4j2.level=WARN \

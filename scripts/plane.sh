@@ -3,14 +3,43 @@
 #   scripts/plane.sh up   [DIR]  -> prints DIR/plane.env (source it; KUBECONFIG is LOCALPLANE_KUBECONFIG)
 #   scripts/plane.sh down [DIR]
 #   scripts/plane.sh ctl  [DIR] METHOD PATH   (fault controls, see tests/localplane/control.go)
+# The sealed cluster (a node whose pods are processes; root), in DIR or target/localplane-node:
+#   scripts/plane.sh node-up   [DIR]
+#   scripts/plane.sh exec      [DIR] -- CMD...   (inside the node namespace, with KUBECONFIG and kubectl)
+#   scripts/plane.sh node-down [DIR]            (and checks that nothing of the run is left)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
 cmd=${1:-}
-dir=${2:-$root/target/localplane-manual}
+shift || true
+dir=$root/target/localplane-manual
+case "$cmd" in node-up | node-down | exec) dir=$root/target/localplane-node ;; esac
+if [[ $# -gt 0 && "$1" != "--" && "$cmd" != ctl ]] || [[ "$cmd" == ctl && $# -gt 2 ]]; then
+  dir=$1
+  shift
+fi
 bin=$("$root/scripts/localplane-build.sh")
 case "$cmd" in
   up)   "$bin/localplane" start --dir "$dir" ;;
   down) "$bin/localplane" stop --dir "$dir" ;;
-  ctl)  shift 2; "$bin/localplane" ctl --dir "$dir" "$@" ;;
-  *)    echo "usage: scripts/plane.sh up|down|ctl [DIR] ..." >&2; exit 2 ;;
+  ctl)  "$bin/localplane" ctl --dir "$dir" "$@" ;;
+  node-up)
+    ensure_tools >/dev/null
+    (cd "$root/java" && mvn -B -ntp -q dependency:build-classpath \
+      -Dmdep.outputFile=target/spark-node.classpath -Dmdep.includeScope=test)
+    node_images "$root/target/$(basename "$dir")-images.json" "$root/java/target/spark-node.classpath"
+    "$bin/localplane" start --dir "$dir" --node --images "$root/target/$(basename "$dir")-images.json"
+    ;;
+  exec)
+    [[ "${1:-}" == "--" ]] && shift
+    kubeconfig=$(sed -n 's/^LOCALPLANE_KUBECONFIG=//p' "$dir/plane.env")
+    KUBECONFIG=$kubeconfig PATH="$bin:$PATH" "$bin/localplane" exec --dir "$dir" -- "$@"
+    ;;
+  node-down)
+    prefix=$(sed -n 's/^LOCALPLANE_RUN_PREFIX=//p' "$dir/plane.env")
+    inode=$(sed -n 's/^LOCALPLANE_NETNS_INODE=//p' "$dir/plane.env")
+    "$bin/localplane" stop --dir "$dir"
+    "$bin/localplane" leftovers --prefix "$prefix" --dir "$dir" --netns-inode "$inode"
+    ;;
+  *)    echo "usage: scripts/plane.sh up|down|ctl|node-up|exec|node-down [DIR] ..." >&2; exit 2 ;;
 esac

@@ -33,6 +33,20 @@ start_plane "$LOCALPLANE_BIN" "$jvm_plane"
   -Dnative.lib.dir="$root/target/release" \
   -Dtest.plane.env="$jvm_plane/plane.env" \
   -Dtest.jvm.options="-Xcheck:jni")
+stop_plane_now "$LOCALPLANE_BIN" "$jvm_plane"
+
+phase "real node: sealed cluster, node smoke tests, real Spark jobs (JVM tests tagged node)"
+# Maven runs inside the node's namespace, offline (nothing leaves it; the
+# verify run above resolved every plugin and dependency).
+node_plane="$root/target/localplane-node-tests"
+start_sealed_cluster "$LOCALPLANE_BIN" "$node_plane"
+grep -E '^LOCALPLANE_(RUN_PREFIX|NODE_NETNS|APISERVER)=' "$node_plane/plane.env"
+(cd java && in_sealed_cluster "$LOCALPLANE_BIN" "$node_plane" mvn -o -B test \
+  -Dtest.groups=node -Dtest.excludedGroups=none \
+  -Dnative.lib.dir="$root/target/release" \
+  -Dtest.plane.env="$node_plane/plane.env" \
+  -Dtest.jvm.options="-Xcheck:jni")
+stop_sealed_cluster_and_check "$LOCALPLANE_BIN" "$node_plane"
 
 # The benchmark harness in quick mode: proves it runs end to end (all four
 # runs, the report, the chart); asserts nothing about speed.

@@ -281,9 +281,17 @@ public final class TestPlane {
 
   /** Calls the plane's fault controls (see tests/localplane/control.go). */
   public String control(String method, String path) {
+    return call("LOCALPLANE_CONTROL", method, path);
+  }
+
+  /**
+   * Calls a control endpoint of the plane, named by its plane.env key (e.g. the node agent's,
+   * LOCALPLANE_NODE_CONTROL), failing unless it answers 200.
+   */
+  public String call(String endpointKey, String method, String path) {
     try {
       HttpRequest request =
-          HttpRequest.newBuilder(URI.create(env.get("LOCALPLANE_CONTROL") + path))
+          HttpRequest.newBuilder(URI.create(env.get(endpointKey) + path))
               .method(method, HttpRequest.BodyPublishers.noBody())
               .timeout(Duration.ofSeconds(120))
               .build();

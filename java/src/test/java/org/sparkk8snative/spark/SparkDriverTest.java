@@ -4,18 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.sparkk8snative.TestPlane.eventually;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.fabric8.kubernetes.api.model.Pod;
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.List;
-import java.util.stream.Stream;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
 import org.junit.jupiter.api.Test;
+import org.sparkk8snative.AuditLog;
 import org.sparkk8snative.TestPlane;
 
 /**
@@ -24,7 +19,6 @@ import org.sparkk8snative.TestPlane;
  * Spark's allocator, which replaces a deleted executor. The apiserver's audit log shows who LISTs.
  */
 class SparkDriverTest {
-  private static final ObjectMapper JSON = new ObjectMapper();
   private final TestPlane plane = TestPlane.get();
 
   private SparkConf conf(boolean nativeInformer) {
@@ -90,33 +84,6 @@ class SparkDriverTest {
       sc.stop();
     }
     return appId;
-  }
-
-  /**
-   * LIST requests of this app's executor pods in the audit log, by user agent prefix and a part of
-   * the request URI (Spark's polling source is the one that selects with spark-exec-inactive!=true;
-   * its allocator also LISTs, by other selectors, to delete pods, in both modes).
-   */
-  private long podLists(String appId, String userAgentPrefix, String uriPart) throws IOException {
-    try (Stream<String> lines = Files.lines(Paths.get(plane.var("LOCALPLANE_AUDIT_LOG")))) {
-      return lines
-          .map(SparkDriverTest::parse)
-          .filter(e -> "ResponseComplete".equals(e.path("stage").asText()))
-          .filter(e -> "list".equals(e.path("verb").asText()))
-          .filter(e -> "pods".equals(e.path("objectRef").path("resource").asText()))
-          .filter(e -> e.path("requestURI").asText().contains(appId))
-          .filter(e -> e.path("requestURI").asText().contains(uriPart))
-          .filter(e -> e.path("userAgent").asText().startsWith(userAgentPrefix))
-          .count();
-    }
-  }
-
-  private static JsonNode parse(String line) {
-    try {
-      return JSON.readTree(line);
-    } catch (IOException e) {
-      return JSON.createObjectNode();
-    }
   }
 
   @Test
@@ -219,11 +186,8 @@ class SparkDriverTest {
   void theNativeSourcesDriveAnUnmodifiedSparkAndNeverListAfterTheFirstSync() throws Exception {
     String nativeApp = runDriver(true);
     String legacyApp = runDriver(false);
-    String snapshotSelector = "spark-exec-inactive";
-    long nativeLists =
-        podLists(nativeApp, "spark-k8s-native", "")
-            + podLists(nativeApp, "fabric8", snapshotSelector);
-    long legacyLists = podLists(legacyApp, "fabric8", snapshotSelector);
+    long nativeLists = AuditLog.snapshotSourceLists(plane, nativeApp);
+    long legacyLists = AuditLog.snapshotSourceLists(plane, legacyApp);
     System.out.printf(
         "LIST requests of executor pods by the snapshot sources: native %d, legacy %d%n",
         nativeLists, legacyLists);

@@ -1,0 +1,98 @@
+package org.sparkk8snative.node;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import java.time.Duration;
+import org.apache.spark.SparkConf;
+import org.sparkk8snative.TestPlane;
+
+/**
+ * The sealed cluster's node, whose pods are processes (tests/localnode/agent), for the tests tagged
+ * {@code node}: they run inside the node's network namespace (scripts/test.sh), next to the
+ * apiserver, the pods and CoreDNS, as a driver in client mode would.
+ */
+public final class ProcessNode {
+  /** The image the node agent's table maps to tests/localnode/images/spark-entrypoint.sh. */
+  public static final String SPARK_IMAGE =
+      "spark-k8s-native/spark:" + org.apache.spark.package$.MODULE$.SPARK_VERSION();
+
+  /** The image that runs a container's command on the node as it is. */
+  public static final String HOST_IMAGE = "local/host";
+
+  private final TestPlane plane;
+
+  private ProcessNode(TestPlane plane) {
+    this.plane = plane;
+  }
+
+  /** The node of the shared plane; fails, saying how to get one, on the loopback plane. */
+  public static ProcessNode get() {
+    TestPlane plane = TestPlane.get();
+    if (plane.var("LOCALPLANE_NODE_NETNS") == null) {
+      throw new IllegalStateException(
+          "tests tagged 'node' need the sealed cluster (localplane start --node), and must run"
+              + " inside its network namespace: scripts/test.sh does both");
+    }
+    return new ProcessNode(plane);
+  }
+
+  public TestPlane plane() {
+    return plane;
+  }
+
+  public String nodeIp() {
+    return plane.var("LOCALPLANE_NODE_IP");
+  }
+
+  /**
+   * A driver in client mode on the node: executors are real pods of Spark's image, and connect back
+   * to the driver at the node IP.
+   */
+  public SparkConf sparkDriverConf(String appName) {
+    return plane
+        .sparkDriverConf(appName)
+        .set("spark.driver.host", nodeIp())
+        .set("spark.driver.bindAddress", nodeIp())
+        .set("spark.kubernetes.container.image", SPARK_IMAGE)
+        .set("spark.kubernetes.container.image.pullPolicy", "Never")
+        .set("spark.executor.memory", "512m")
+        .set("spark.executor.cores", "1")
+        // Two cores run the whole cluster: ask the scheduler for a fraction of one.
+        .set("spark.kubernetes.executor.request.cores", "250m");
+  }
+
+  /** OOM-kills the pod's container now (its cgroup's limit set just above its usage). */
+  public void oomKill(String podName) {
+    control("POST", "/pods/" + plane.namespace() + "/" + podName + "/oom");
+  }
+
+  /** Sends a signal (KILL, TERM, STOP, CONT, INT) to every process of the pod. */
+  public void signal(String podName, String signal) {
+    control("POST", "/pods/" + plane.namespace() + "/" + podName + "/signal?sig=" + signal);
+  }
+
+  /**
+   * Drops traffic to pod IPs that no live pod holds, as a routed multi-node network does, instead
+   * of the bridge's fast "no route to host".
+   */
+  public void dropTrafficToGonePods(boolean on) {
+    control("POST", "/network/drop-gone-pod-ips?on=" + on);
+  }
+
+  public String control(String method, String path) {
+    return plane.call("LOCALPLANE_NODE_CONTROL", method, path);
+  }
+
+  /** The pod once it has ended (Succeeded or Failed), or an AssertionError after the timeout. */
+  public Pod awaitEnded(String podName, Duration timeout) {
+    Pod[] last = new Pod[1];
+    TestPlane.eventually(
+        "pod " + podName + " to end",
+        timeout,
+        () -> {
+          last[0] = plane.admin().pods().inNamespace(plane.namespace()).withName(podName).get();
+          String phase = last[0] == null ? "" : last[0].getStatus().getPhase();
+          return "Succeeded".equals(phase) || "Failed".equals(phase);
+        });
+    return last[0];
+  }
+}

@@ -1,0 +1,146 @@
+package org.sparkk8snative.node;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+import org.apache.spark.metrics.source.Source;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerStageCompleted;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.sparkk8snative.AuditLog;
+import org.sparkk8snative.NativeInformer;
+import org.sparkk8snative.TestPlane;
+import org.sparkk8snative.spark.NativeExecutorPodsAllocator;
+
+/**
+ * A real Spark job on real executor pods: a driver in client mode on the node, a {@code k8s://}
+ * master, executors that are processes of Spark's image on the node, and a groupBy whose shuffle
+ * crosses them. Once with the native allocator and informer, once with Spark's own sources.
+ */
+@Tag("node")
+class RealSparkJobTest {
+  private static final long ROWS = 3_000_000;
+  private static final int KEYS = 100;
+  private static final int EXECUTORS = 2;
+
+  private final ProcessNode node = ProcessNode.get();
+  private final TestPlane plane = node.plane();
+
+  private record JobRun(String appId, long registeredMillis, long jobMillis, long shuffleBytes) {}
+
+  private SparkConf conf(boolean nativeSources) {
+    SparkConf conf =
+        node.sparkDriverConf("real-job-" + (nativeSources ? "native" : "legacy"))
+            .set("spark.executor.instances", String.valueOf(EXECUTORS))
+            .set("spark.sql.shuffle.partitions", "6")
+            .set("spark.sql.adaptive.enabled", "false");
+    if (nativeSources) {
+      conf.set(
+              "spark.kubernetes.allocation.pods.allocator",
+              NativeExecutorPodsAllocator.class.getName())
+          .set("spark.kubernetes.executor.enableInformer", "true");
+    }
+    return conf;
+  }
+
+  private List<Pod> executorPods(String appId) {
+    return plane
+        .admin()
+        .pods()
+        .inNamespace(plane.namespace())
+        .withLabel("spark-app-selector", appId)
+        .withLabel("spark-role", "executor")
+        .list()
+        .getItems();
+  }
+
+  private static long gauge(Source source, String name) {
+    return ((Number) source.metricRegistry().getGauges().get(name).getValue()).longValue();
+  }
+
+  private JobRun runJob(boolean nativeSources) {
+    long began = System.nanoTime();
+    SparkSession spark = SparkSession.builder().config(conf(nativeSources)).getOrCreate();
+    SparkContext sc = spark.sparkContext();
+    String appId = sc.applicationId();
+    AtomicLong shuffleBytes = new AtomicLong();
+    sc.addSparkListener(
+        new SparkListener() {
+          @Override
+          public void onStageCompleted(SparkListenerStageCompleted stage) {
+            shuffleBytes.addAndGet(
+                stage.stageInfo().taskMetrics().shuffleWriteMetrics().bytesWritten());
+          }
+        });
+    try {
+      // The driver itself is one of the executor infos.
+      TestPlane.eventually(
+          EXECUTORS + " executors to register with the driver",
+          Duration.ofSeconds(180),
+          () -> sc.statusTracker().getExecutorInfos().length == EXECUTORS + 1);
+      long registeredMillis = (System.nanoTime() - began) / 1_000_000;
+      for (Pod pod : executorPods(appId)) {
+        assertEquals("Running", pod.getStatus().getPhase(), pod.getMetadata().getName());
+        assertTrue(pod.getStatus().getPodIP().startsWith("10.244.0."), "a pod IP of the node");
+      }
+
+      long jobBegan = System.nanoTime();
+      List<Row> counts =
+          spark
+              .range(0, ROWS, 1, 6)
+              .selectExpr("id % " + KEYS + " AS k")
+              .groupBy("k")
+              .count()
+              .collectAsList();
+      long jobMillis = (System.nanoTime() - jobBegan) / 1_000_000;
+      assertEquals(KEYS, counts.size());
+      for (Row row : counts) {
+        assertEquals(ROWS / KEYS, row.getLong(1), "rows of key " + row.get(0));
+      }
+      TestPlane.eventually(
+          "the shuffle's stage metrics", Duration.ofSeconds(10), () -> shuffleBytes.get() > 0);
+
+      if (nativeSources) {
+        Source source = sc.env().metricsSystem().getSourcesByName("sparkK8sNative").head();
+        assertEquals(1, gauge(source, "informer.synced"), "native informer Synced");
+        assertEquals(EXECUTORS, gauge(source, "informer.cacheSize"), "the executors, cached");
+      }
+      return new JobRun(appId, registeredMillis, jobMillis, shuffleBytes.get());
+    } finally {
+      spark.stop();
+    }
+  }
+
+  @Test
+  void aShuffleJobRunsOnExecutorPodsTrackedByTheNativeInformerAndTheSameJobWithSparksOwnSources() {
+    JobRun nativeRun = runJob(true);
+    assertEquals(0, NativeInformer.openInformers(), "the informer is closed with the driver");
+    JobRun legacyRun = runJob(false);
+    long nativeLists = AuditLog.snapshotSourceLists(plane, nativeRun.appId());
+    long legacyLists = AuditLog.snapshotSourceLists(plane, legacyRun.appId());
+    for (var run : List.of(nativeRun, legacyRun)) {
+      String mode = run == nativeRun ? "native" : "legacy";
+      System.out.printf(
+          "real job (%s sources): %d executors registered %d ms after the driver started; groupBy"
+              + " of %d rows over %d keys in %d ms, %d shuffle bytes; snapshot-source LISTs %d%n",
+          mode,
+          EXECUTORS,
+          run.registeredMillis(),
+          ROWS,
+          KEYS,
+          run.jobMillis(),
+          run.shuffleBytes(),
+          run == nativeRun ? nativeLists : legacyLists);
+    }
+    assertEquals(0, nativeLists, "the native sources never LIST executor pods");
+  }
+}

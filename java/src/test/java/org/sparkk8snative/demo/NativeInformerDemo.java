@@ -1,128 +1,160 @@
 package org.sparkk8snative.demo;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.fabric8.kubernetes.api.model.Pod;
-import java.io.IOException;
 import java.lang.reflect.Field;
-import java.nio.file.Files;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.stream.Stream;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.cluster.k8s.AbstractPodsAllocator;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodState;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsAllocator;
 import org.apache.spark.scheduler.cluster.k8s.KubernetesClusterSchedulerBackend;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.sparkk8snative.AuditLog;
 import org.sparkk8snative.TestPlane;
+import org.sparkk8snative.node.ProcessNode;
 import org.sparkk8snative.spark.NativeExecutorPodsAllocator;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * The demo: a real Spark driver (client mode, k8s:// master = the local control plane) runs with
- * the native informer, then with Spark's legacy sources, for the same script of executor events
- * played as the kubelet; each second it prints what Spark's allocator sees and the apiserver's LIST
- * and WATCH requests for the app's executor pods (from the audit log).
+ * The demo: a real Spark job on the sealed cluster's node, whose executor pods are processes. A
+ * driver in client mode runs a groupBy with a shuffle on two executors, first with the native
+ * informer and lister, then with Spark's own watch and polling sources. Mid-job, executor 1 is
+ * OOM-killed (its cgroup's limit) and then executor 2's pod is deleted; Spark replaces both and the
+ * job still finishes. Each second it prints the executor states as Spark's allocator sees them; at
+ * the end, the apiserver's LIST and WATCH requests of both modes, from the audit log.
  */
 public final class NativeInformerDemo {
-  private static final ObjectMapper JSON = new ObjectMapper();
-  private static final int SECONDS = Integer.getInteger("demo.seconds", 40);
   private static final String POLLING = System.getProperty("demo.polling", "10s");
+  private static final long ROWS = Long.getLong("demo.rows", 40_000_000L);
 
-  private record Counts(long lists, long watches) {}
+  private record Outcome(long jobMillis, long lists, long watches, String answer) {}
 
   public static void main(String[] args) throws Exception {
-    TestPlane plane = TestPlane.get();
+    ProcessNode node = ProcessNode.get();
+    TestPlane plane = node.plane();
     System.out.printf(
-        "%nLocal control plane: %s (namespace %s)%n", plane.apiserverUrl(), plane.namespace());
+        "%nSealed cluster: apiserver %s, node %s (%s), pods are processes%n",
+        plane.apiserverUrl(), plane.var("LOCALPLANE_NODE_NAME"), node.nodeIp());
     System.out.printf(
-        "Polling interval scaled down from 30s to %s for a %ds run, for both modes.%n",
-        POLLING, SECONDS);
-    Counts nativeCounts = run(plane, true);
-    Counts legacyCounts = run(plane, false);
+        "Polling interval scaled down from 30s to %s for both modes (a short run).%n", POLLING);
+    Outcome nativeRun = run(node, true);
+    Outcome legacyRun = run(node, false);
     System.out.printf(
-        "%n%-34s %6s %6s %15s %16s%n",
-        "executor pod requests", "LIST", "WATCH", "LIST per hour*", "WATCH per hour");
-    print("native informer + lister", nativeCounts);
-    print("Spark's watch + polling (legacy)", legacyCounts);
+        "%n%-34s %9s %6s %6s  %s%n", "executor pod requests", "job ms", "LIST", "WATCH", "answer");
+    print("native informer + lister", nativeRun);
+    print("Spark's watch + polling (legacy)", legacyRun);
     System.out.printf(
-        "* at Spark's default 30s interval, per driver. The native watch ends and resumes from its%n"
-            + "  resourceVersion every 10s (two thirds of the stale bound), served from the watch cache.%n");
+        "LIST and WATCH: requests of the app's executor pods by the snapshot sources, from the"
+            + " audit log.%nThe native watch ends and resumes from its resourceVersion every 10s"
+            + " (two thirds of the stale bound), served from the watch cache.%n");
     System.exit(0); // Spark leaves non-daemon threads behind in client mode
   }
 
-  private static void print(String name, Counts c) {
-    double pollsPerRun = c.lists;
-    double perHour = pollsPerRun * (3600.0 / SECONDS) * (parseSeconds(POLLING) / 30.0);
+  private static void print(String name, Outcome o) {
+    System.out.printf("%-34s %9d %6d %6d  %s%n", name, o.jobMillis, o.lists, o.watches, o.answer);
+  }
+
+  private static Outcome run(ProcessNode node, boolean nativeSources) throws Exception {
+    TestPlane plane = node.plane();
     System.out.printf(
-        "%-34s %6d %6d %15.0f %16.0f%n",
-        name, c.lists, c.watches, perHour, c.watches * 3600.0 / SECONDS);
-  }
-
-  private static double parseSeconds(String d) {
-    return Double.parseDouble(d.replace("s", ""));
-  }
-
-  private static Counts run(TestPlane plane, boolean nativeInformer) throws Exception {
-    String mode = nativeInformer ? "native informer + lister" : "Spark's legacy watch + polling";
-    System.out.printf("%n=== %s ===%n", mode);
+        "%n=== %s ===%n",
+        nativeSources ? "native informer + lister" : "Spark's own watch + polling sources");
     SparkConf conf =
-        plane
-            .sparkDriverConf("spark-k8s-native-demo")
-            .set("spark.executor.instances", "3")
-            .set(
-                "spark.kubernetes.allocation.pods.allocator",
-                NativeExecutorPodsAllocator.class.getName())
+        node.sparkDriverConf("spark-k8s-native-demo")
+            .set("spark.executor.instances", "2")
+            .set("spark.sql.shuffle.partitions", "8")
+            .set("spark.sql.adaptive.enabled", "false")
             .set("spark.kubernetes.executor.apiPollingInterval", POLLING)
             .set("spark.kubernetes.executor.listerPollingInterval", POLLING)
-            .set("spark.kubernetes.executor.enableInformer", Boolean.toString(nativeInformer));
-    SparkContext sc = new SparkContext(conf);
+            .set("spark.kubernetes.executor.enableInformer", Boolean.toString(nativeSources));
+    if (nativeSources) {
+      conf.set(
+          "spark.kubernetes.allocation.pods.allocator",
+          NativeExecutorPodsAllocator.class.getName());
+    }
+    SparkSession spark = SparkSession.builder().config(conf).getOrCreate();
+    SparkContext sc = spark.sparkContext();
     String appId = sc.applicationId();
     ExecutorPodsAllocator allocator = allocatorOf(sc);
     try {
-      for (int t = 1; t <= SECONDS; t++) {
-        Thread.sleep(1000);
-        playKubelet(plane, appId, t);
-        Counts c = count(plane, appId);
-        System.out.printf(
-            "t=%2ds  Spark sees: %-60s  LIST %2d  WATCH %2d%n",
-            t, sparkView(allocator), c.lists, c.watches);
+      long began = System.nanoTime();
+      while (sc.statusTracker().getExecutorInfos().length < 3) {
+        tick(began, allocator, "waiting for 2 executors to register");
       }
+      long jobBegan = System.nanoTime();
+      CompletableFuture<List<Row>> job =
+          CompletableFuture.supplyAsync(
+              () ->
+                  spark
+                      .range(0, ROWS, 1, 32)
+                      .selectExpr("id % 1000 AS k", "sha2(CAST(id AS STRING), 256) AS h")
+                      .groupBy("k")
+                      .agg(org.apache.spark.sql.functions.max("h"))
+                      .collectAsList());
+      String step = "job running";
+      boolean oomDone = false;
+      boolean deleteDone = false;
+      while (!job.isDone()) {
+        double seconds = (System.nanoTime() - jobBegan) / 1e9;
+        if (!oomDone && seconds > 3) {
+          node.oomKill(podOf(plane, appId, "1"));
+          oomDone = true;
+          step = "executor 1 OOM-killed";
+        } else if (oomDone && !deleteDone && seconds > 9) {
+          plane
+              .admin()
+              .pods()
+              .inNamespace(plane.namespace())
+              .withName(podOf(plane, appId, "2"))
+              .delete();
+          deleteDone = true;
+          step = "executor 2 deleted";
+        }
+        tick(began, allocator, step);
+      }
+      List<Row> rows = job.get(10, TimeUnit.MINUTES);
+      long jobMillis = (System.nanoTime() - jobBegan) / 1_000_000;
+      tick(began, allocator, "job finished");
+      String answer = rows.size() + " groups" + (rows.size() == 1000 ? " (right)" : " (WRONG)");
+      Thread.sleep(1000);
+      return new Outcome(
+          jobMillis,
+          AuditLog.snapshotSourceLists(plane, appId),
+          AuditLog.snapshotSourceWatches(plane, appId),
+          answer);
     } finally {
-      sc.stop();
+      spark.stop();
     }
-    Thread.sleep(1000);
-    return count(plane, appId);
   }
 
-  /**
-   * The script: new pods run after a second; at 12s executor 1 is OOM-killed; at 22s executor 2 is
-   * deleted.
-   */
-  private static void playKubelet(TestPlane plane, String appId, int t) {
+  private static void tick(long began, ExecutorPodsAllocator allocator, String step)
+      throws InterruptedException {
+    Thread.sleep(1000);
+    System.out.printf(
+        "t=%3ds  %-24s Spark sees: %s%n",
+        (System.nanoTime() - began) / 1_000_000_000, step, sparkView(allocator));
+  }
+
+  private static String podOf(TestPlane plane, String appId, String execId) {
     for (Pod pod :
         plane
             .admin()
             .pods()
             .inNamespace(plane.namespace())
             .withLabel("spark-app-selector", appId)
+            .withLabel("spark-exec-id", execId)
             .list()
             .getItems()) {
-      String name = pod.getMetadata().getName();
-      String id = pod.getMetadata().getLabels().get("spark-exec-id");
-      String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
-      if ("Pending".equals(phase) && pod.getMetadata().getDeletionTimestamp() == null) {
-        plane.setPhase(name, "Running", 0);
-      } else if (t == 12 && "1".equals(id)) {
-        plane.setPhase(name, "Failed", 137);
-      } else if (t == 22 && "2".equals(id)) {
-        plane.deletePod(name);
-      }
+      return pod.getMetadata().getName();
     }
+    throw new IllegalStateException("no pod of executor " + execId);
   }
 
   private static String sparkView(ExecutorPodsAllocator allocator) {
@@ -134,32 +166,6 @@ public final class NativeInformerDemo {
     List<String> parts = new ArrayList<>();
     view.forEach((id, state) -> parts.add(id + ":" + state));
     return String.join(" ", parts);
-  }
-
-  /** LIST and WATCH requests of the snapshot sources' selector (the same for both modes). */
-  private static Counts count(TestPlane plane, String appId) throws IOException {
-    long lists = 0;
-    long watches = 0;
-    try (Stream<String> lines = Files.lines(Paths.get(plane.var("LOCALPLANE_AUDIT_LOG")))) {
-      for (String line : (Iterable<String>) lines::iterator) {
-        if (!line.contains(appId) || !line.contains("spark-exec-inactive")) {
-          continue;
-        }
-        JsonNode e = JSON.readTree(line);
-        if (!"ResponseStarted".equals(e.path("stage").asText())
-            && !"ResponseComplete".equals(e.path("stage").asText())) {
-          continue;
-        }
-        String verb = e.path("verb").asText();
-        // A watch logs ResponseStarted when it opens; a list logs ResponseComplete.
-        if ("list".equals(verb) && "ResponseComplete".equals(e.path("stage").asText())) {
-          lists++;
-        } else if ("watch".equals(verb) && "ResponseStarted".equals(e.path("stage").asText())) {
-          watches++;
-        }
-      }
-    }
-    return new Counts(lists, watches);
   }
 
   private static ExecutorPodsAllocator allocatorOf(SparkContext sc)

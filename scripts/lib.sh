@@ -208,3 +208,47 @@ spark_java() {
     -Dlog4j2.level=WARN \
     -cp "$@"
 }
+
+# Proves two claims of the sealed cluster that no JVM test can: two runs
+# coexist, and a run that crashed (every process of it SIGKILLed, so nothing
+# of it could clean up) is removed by the next run to start. Directories
+# under $2; binaries in $1; image table $3.
+check_sealed_runs_coexist_and_crashes_are_cleaned() {
+  local bin=$1 base=$2 images=$3 crashed=$2-crashed other=$2-other next=$2-next
+  local prefix inode pids
+  for d in "$crashed" "$other"; do
+    "$bin/localplane" start --dir "$d" --node --images "$images" >/dev/null
+  done
+  echo "two sealed runs side by side: $(sed -n 's/^LOCALPLANE_RUN_PREFIX=//p' "$crashed/plane.env"), $(sed -n 's/^LOCALPLANE_RUN_PREFIX=//p' "$other/plane.env")"
+  prefix=$(sed -n 's/^LOCALPLANE_RUN_PREFIX=//p' "$crashed/plane.env")
+  inode=$(sed -n 's/^LOCALPLANE_NETNS_INODE=//p' "$crashed/plane.env")
+  # A pod in the run that will crash, so that it has a pod namespace and cgroups to leave.
+  "$bin/localplane" exec --dir "$crashed" -- "$bin/kubectl" --kubeconfig "$crashed/kubeconfig" \
+    run sleeper --image=local/host --restart=Never --command -- sleep 600 >/dev/null
+  "$bin/localplane" exec --dir "$crashed" -- "$bin/kubectl" --kubeconfig "$crashed/kubeconfig" \
+    wait --for=condition=Ready pod/sleeper --timeout=60s >/dev/null
+  pids=$(pgrep -f -- "$crashed" || true)
+  # shellcheck disable=SC2086 # one pid per word
+  kill -KILL $pids
+  sleep 1
+  if "$bin/localplane" leftovers --prefix "$prefix" --dir "$crashed" --netns-inode "$inode" >/dev/null; then
+    echo "the crash left nothing behind: it did not crash" >&2
+    return 1
+  fi
+  echo "after SIGKILL to every process of $prefix, it left: $("$bin/localplane" leftovers --prefix "$prefix" --dir "$crashed" --netns-inode "$inode" | grep -c LEFT) things"
+  "$bin/localplane" start --dir "$next" --node --images "$images" >/dev/null
+  grep 'cleaning up run' "$next/localplane.log"
+  # Namespace inodes are reused: the new run's may be the crashed one's.
+  if [[ "$(sed -n 's/^LOCALPLANE_NETNS_INODE=//p' "$next/plane.env")" == "$inode" ]]; then inode=0; fi
+  "$bin/localplane" leftovers --prefix "$prefix" --dir "$crashed" --netns-inode "$inode"
+  # The other run was not touched: its node is still Ready.
+  "$bin/localplane" exec --dir "$other" -- "$bin/kubectl" --kubeconfig "$other/kubeconfig" \
+    wait --for=condition=Ready node/process-node --timeout=10s
+  for d in "$other" "$next"; do
+    prefix=$(sed -n 's/^LOCALPLANE_RUN_PREFIX=//p' "$d/plane.env")
+    inode=$(sed -n 's/^LOCALPLANE_NETNS_INODE=//p' "$d/plane.env")
+    "$bin/localplane" stop --dir "$d"
+    "$bin/localplane" leftovers --prefix "$prefix" --dir "$d" --netns-inode "$inode"
+  done
+  rm -rf "$crashed"
+}

@@ -48,6 +48,10 @@ grep -E '^LOCALPLANE_(RUN_PREFIX|NODE_NETNS|APISERVER)=' "$node_plane/plane.env"
   -Dtest.jvm.options="-Xcheck:jni")
 stop_sealed_cluster_and_check "$LOCALPLANE_BIN" "$node_plane"
 
+phase "sealed cluster: two runs side by side, and what a crashed run leaves is cleaned"
+check_sealed_runs_coexist_and_crashes_are_cleaned "$LOCALPLANE_BIN" "$root/target/sealed-runs" \
+  "$root/target/$(basename "$node_plane")-images.json"
+
 # The benchmark harness in quick mode: proves it runs end to end (all four
 # runs, the report, the chart); asserts nothing about speed.
 phase "benchmark harness, quick mode (scripts/bench.sh quick)"

@@ -331,6 +331,17 @@ public final class TestPlane {
         .set("spark.ui.enabled", "false");
   }
 
+  /** The executor pods Spark made for an app, as the apiserver has them now. */
+  public List<Pod> executorPods(String appId) {
+    return admin
+        .pods()
+        .inNamespace(namespace())
+        .withLabel("spark-app-selector", appId)
+        .withLabel("spark-role", "executor")
+        .list()
+        .getItems();
+  }
+
   /** A driver pod named {@code <appId>-driver}: what owns an app's executor Services. */
   public Pod createDriver(String appId) {
     return admin()

@@ -7,6 +7,7 @@ import io.fabric8.kubernetes.api.model.ContainerStateTerminated;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.ResourceRequirementsBuilder;
 import io.fabric8.kubernetes.api.model.ServiceBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.Watch;
@@ -46,23 +47,26 @@ class NodeSmokeTest {
   }
 
   private Pod hostPod(String name, Map<String, String> labels, String... command) {
+    return kube.pods().inNamespace(ns).resource(hostPodSpec(name, labels, command)).create();
+  }
+
+  /** A pod of the node's host image running {@code command}, deleted after the test. */
+  private Pod hostPodSpec(String name, Map<String, String> labels, String... command) {
     created.add(name);
-    Pod pod =
-        new PodBuilder()
-            .withNewMetadata()
-            .withName(name)
-            .withLabels(labels)
-            .endMetadata()
-            .withNewSpec()
-            .withRestartPolicy("Never")
-            .addNewContainer()
-            .withName("main")
-            .withImage(ProcessNode.HOST_IMAGE)
-            .withCommand(command)
-            .endContainer()
-            .endSpec()
-            .build();
-    return kube.pods().inNamespace(ns).resource(pod).create();
+    return new PodBuilder()
+        .withNewMetadata()
+        .withName(name)
+        .withLabels(labels)
+        .endMetadata()
+        .withNewSpec()
+        .withRestartPolicy("Never")
+        .addNewContainer()
+        .withName("main")
+        .withImage(ProcessNode.HOST_IMAGE)
+        .withCommand(command)
+        .endContainer()
+        .endSpec()
+        .build();
   }
 
   private static ContainerStateTerminated terminated(Pod pod) {
@@ -152,24 +156,16 @@ class NodeSmokeTest {
   @Test
   void aContainerOverItsMemoryLimitIsOomKilledWithExitCode137() {
     String name = TestPlane.uniqueAppId("oom");
-    created.add(name);
     Pod pod =
-        new PodBuilder()
-            .withNewMetadata()
-            .withName(name)
-            .endMetadata()
-            .withNewSpec()
-            .withRestartPolicy("Never")
-            .addNewContainer()
-            .withName("main")
-            .withImage(ProcessNode.HOST_IMAGE)
-            .withCommand("python3", "-c", "b = bytearray(512 * 1024 * 1024); print(len(b))")
-            .withNewResources()
-            .withLimits(Map.of("memory", new Quantity("64Mi")))
-            .endResources()
-            .endContainer()
-            .endSpec()
-            .build();
+        hostPodSpec(
+            name, Map.of(), "python3", "-c", "b = bytearray(512 * 1024 * 1024); print(len(b))");
+    pod.getSpec()
+        .getContainers()
+        .get(0)
+        .setResources(
+            new ResourceRequirementsBuilder()
+                .withLimits(Map.of("memory", new Quantity("64Mi")))
+                .build());
     kube.pods().inNamespace(ns).resource(pod).create();
     Pod ended = node.awaitEnded(name, Duration.ofSeconds(60));
     assertEquals("Failed", ended.getStatus().getPhase());

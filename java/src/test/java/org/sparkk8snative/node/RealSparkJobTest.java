@@ -52,17 +52,6 @@ class RealSparkJobTest {
     return conf;
   }
 
-  private List<Pod> executorPods(String appId) {
-    return plane
-        .admin()
-        .pods()
-        .inNamespace(plane.namespace())
-        .withLabel("spark-app-selector", appId)
-        .withLabel("spark-role", "executor")
-        .list()
-        .getItems();
-  }
-
   private static long gauge(Source source, String name) {
     return ((Number) source.metricRegistry().getGauges().get(name).getValue()).longValue();
   }
@@ -88,7 +77,7 @@ class RealSparkJobTest {
           Duration.ofSeconds(180),
           () -> sc.statusTracker().getExecutorInfos().length == EXECUTORS + 1);
       long registeredMillis = (System.nanoTime() - began) / 1_000_000;
-      for (Pod pod : executorPods(appId)) {
+      for (Pod pod : plane.executorPods(appId)) {
         assertEquals("Running", pod.getStatus().getPhase(), pod.getMetadata().getName());
         assertTrue(pod.getStatus().getPodIP().startsWith("10.244.0."), "a pod IP of the node");
       }

@@ -6,7 +6,6 @@ import static org.sparkk8snative.TestPlane.eventually;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import java.time.Duration;
-import java.util.List;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
 import org.junit.jupiter.api.Test;
@@ -39,17 +38,6 @@ class SparkDriverTest {
     return conf;
   }
 
-  private List<Pod> executorPods(String appId) {
-    return plane
-        .admin()
-        .pods()
-        .inNamespace(plane.namespace())
-        .withLabel("spark-app-selector", appId)
-        .withLabel("spark-role", "executor")
-        .list()
-        .getItems();
-  }
-
   /** Runs a driver for a while: two executors start, one is deleted, Spark replaces it. */
   private String runDriver(boolean nativeInformer) {
     SparkContext sc = new SparkContext(conf(nativeInformer));
@@ -58,24 +46,24 @@ class SparkDriverTest {
       eventually(
           "Spark to create 2 executor pods",
           Duration.ofSeconds(60),
-          () -> executorPods(appId).size() == 2);
+          () -> plane.executorPods(appId).size() == 2);
       if (nativeInformer) {
         eventually(
             "the metrics source, registered once the app has its id",
             Duration.ofSeconds(10),
             () -> sc.env().metricsSystem().getSourcesByName("sparkK8sNative").size() == 1);
       }
-      for (Pod pod : executorPods(appId)) {
+      for (Pod pod : plane.executorPods(appId)) {
         plane.setPhase(pod.getMetadata().getName(), "Running", 0);
       }
       Thread.sleep(3_000);
-      String victim = executorPods(appId).get(0).getMetadata().getName();
+      String victim = plane.executorPods(appId).get(0).getMetadata().getName();
       plane.deletePod(victim);
       eventually(
           "Spark to request a replacement executor",
           Duration.ofSeconds(60),
           () ->
-              executorPods(appId).stream()
+              plane.executorPods(appId).stream()
                   .anyMatch(p -> "3".equals(p.getMetadata().getLabels().get("spark-exec-id"))));
       Thread.sleep(4_000); // a few polling intervals, for the audit log
     } catch (InterruptedException e) {
@@ -142,7 +130,7 @@ class SparkDriverTest {
         eventually(
             "Spark to create 2 executor pods",
             Duration.ofSeconds(60),
-            () -> executorPods(appId).size() == 2);
+            () -> plane.executorPods(appId).size() == 2);
         eventually(
             "a Service for each executor",
             Duration.ofSeconds(30),
@@ -156,7 +144,7 @@ class SparkDriverTest {
                         .getItems()
                         .size()
                     == 2);
-        for (Pod pod : executorPods(appId)) {
+        for (Pod pod : plane.executorPods(appId)) {
           String execId = pod.getMetadata().getLabels().get("spark-exec-id");
           String name = org.sparkk8snative.ExecutorServiceNames.serviceName(appId, execId);
           assertEquals(

@@ -239,4 +239,73 @@ class NodeSmokeTest {
     assertTrue(System.nanoTime() - began >= Duration.ofMillis(1500).toNanos(), "grace honoured");
     assertEquals(137, terminated(last).getExitCode(), "SIGKILL after the grace period");
   }
+
+  private static long millisToFailConnecting(String ip, int port, int timeoutMillis) {
+    long began = System.nanoTime();
+    try (java.net.Socket socket = new java.net.Socket()) {
+      socket.connect(new java.net.InetSocketAddress(ip, port), timeoutMillis);
+      throw new AssertionError("connected to " + ip + ":" + port);
+    } catch (java.io.IOException expected) {
+      return (System.nanoTime() - began) / 1_000_000;
+    }
+  }
+
+  private String runningPodIp(String name) {
+    awaitRunning(name);
+    return kube.pods().inNamespace(ns).withName(name).get().getStatus().getPodIP();
+  }
+
+  @Test
+  void aStoppedPodAnswersNothingUntilItContinues() throws Exception {
+    String name = TestPlane.uniqueAppId("paused");
+    hostPod(name, Map.of(), "python3", "-m", "http.server", "8080", "--bind", "0.0.0.0");
+    String ip = runningPodIp(name);
+    HttpClient http = HttpClient.newHttpClient();
+    HttpRequest get =
+        HttpRequest.newBuilder(URI.create("http://" + ip + ":8080/"))
+            .timeout(Duration.ofSeconds(2))
+            .build();
+    TestPlane.eventually(
+        "the server to listen",
+        Duration.ofSeconds(20),
+        () -> {
+          try {
+            return http.send(get, HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
+          } catch (Exception e) {
+            return false;
+          }
+        });
+    node.signal(name, "STOP");
+    org.junit.jupiter.api.Assertions.assertThrows(
+        java.net.http.HttpTimeoutException.class,
+        () -> http.send(get, HttpResponse.BodyHandlers.discarding()),
+        "a hung (SIGSTOPped) pod accepts nothing");
+    node.signal(name, "CONT");
+    assertEquals(200, http.send(get, HttpResponse.BodyHandlers.discarding()).statusCode());
+  }
+
+  @Test
+  void trafficToAGonePodsIpIsRefusedFastOnTheBridgeAndDroppedWhenAskedTo() {
+    String name = TestPlane.uniqueAppId("gone");
+    hostPod(name, Map.of(), "sleep", "1000");
+    String ip = runningPodIp(name);
+    kube.pods().inNamespace(ns).withName(name).withGracePeriod(0).delete();
+    TestPlane.eventually(
+        "the pod to be gone",
+        Duration.ofSeconds(30),
+        () -> kube.pods().inNamespace(ns).withName(name).get() == null);
+    // On one bridge a gone IP fails in about 3 s (ARP); a routed network drops it silently.
+    long onTheBridge = millisToFailConnecting(ip, 7079, 8_000);
+    node.dropTrafficToGonePods(true);
+    try {
+      long dropped = millisToFailConnecting(ip, 7079, 8_000);
+      System.out.printf(
+          "connect to a gone pod IP: fails after %d ms on the bridge, %d ms when dropped%n",
+          onTheBridge, dropped);
+      assertTrue(onTheBridge < 6_000, "no route to host, fast: " + onTheBridge);
+      assertTrue(dropped >= 7_500, "dropped: only the connect timeout ends it: " + dropped);
+    } finally {
+      node.dropTrafficToGonePods(false);
+    }
+  }
 }

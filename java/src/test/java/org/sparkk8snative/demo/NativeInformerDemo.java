@@ -1,7 +1,6 @@
 package org.sparkk8snative.demo;
 
 import io.fabric8.kubernetes.api.model.Pod;
-import java.lang.reflect.Field;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -10,15 +9,14 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
-import org.apache.spark.scheduler.cluster.k8s.AbstractPodsAllocator;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodState;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsAllocator;
-import org.apache.spark.scheduler.cluster.k8s.KubernetesClusterSchedulerBackend;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.sparkk8snative.AuditLog;
 import org.sparkk8snative.TestPlane;
 import org.sparkk8snative.node.ProcessNode;
+import org.sparkk8snative.node.SparkBackendParts;
 import org.sparkk8snative.spark.NativeExecutorPodsAllocator;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -82,7 +80,7 @@ public final class NativeInformerDemo {
     SparkSession spark = SparkSession.builder().config(conf).getOrCreate();
     SparkContext sc = spark.sparkContext();
     String appId = sc.applicationId();
-    ExecutorPodsAllocator allocator = allocatorOf(sc);
+    ExecutorPodsAllocator allocator = SparkBackendParts.of(sc, ExecutorPodsAllocator.class);
     try {
       long began = System.nanoTime();
       while (sc.statusTracker().getExecutorInfos().length < 3) {
@@ -166,18 +164,5 @@ public final class NativeInformerDemo {
     List<String> parts = new ArrayList<>();
     view.forEach((id, state) -> parts.add(id + ":" + state));
     return String.join(" ", parts);
-  }
-
-  private static ExecutorPodsAllocator allocatorOf(SparkContext sc)
-      throws ReflectiveOperationException {
-    KubernetesClusterSchedulerBackend backend =
-        (KubernetesClusterSchedulerBackend) sc.schedulerBackend();
-    for (Field f : KubernetesClusterSchedulerBackend.class.getDeclaredFields()) {
-      if (AbstractPodsAllocator.class.isAssignableFrom(f.getType())) {
-        f.setAccessible(true);
-        return (ExecutorPodsAllocator) f.get(backend);
-      }
-    }
-    throw new IllegalStateException("no pods allocator in the scheduler backend");
   }
 }

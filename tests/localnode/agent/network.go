@@ -24,6 +24,7 @@ type network struct {
 
 	mu   sync.Mutex
 	used map[int]bool // last octets in use
+	last int          // the last octet handed out (0: none yet)
 	drop *dropRules
 }
 
@@ -62,14 +63,24 @@ func (n *network) ipFor(octet int) net.IP {
 }
 
 // allocate reserves the next free pod IP (.2-.254, skipping the node IP).
+// allocate hands out the next free address after the last one given, round
+// robin, as the host-local IPAM plugin of a real node does: a gone pod's IP is
+// not reused at once, so a peer that still holds it reaches nobody, not the
+// next pod (which is what a test of a gone executor must see).
 func (n *network) allocate() (int, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for o := 2; o <= 254; o++ {
+	next := n.last + 1
+	if next < 2 || next > 254 {
+		next = 2
+	}
+	for i := 0; i < 253; i++ {
+		o := 2 + (next-2+i)%253
 		if n.used[o] || n.ipFor(o).Equal(n.nodeIP) {
 			continue
 		}
 		n.used[o] = true
+		n.last = o
 		return o, nil
 	}
 	return 0, fmt.Errorf("no free pod IP left in %s", n.cidr)

@@ -17,7 +17,6 @@ import org.sparkk8snative.AuditLog;
 import org.sparkk8snative.TestPlane;
 import org.sparkk8snative.node.ProcessNode;
 import org.sparkk8snative.node.SparkBackendParts;
-import org.sparkk8snative.spark.NativeExecutorPodsAllocator;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
@@ -65,18 +64,9 @@ public final class NativeInformerDemo {
         "%n=== %s ===%n",
         nativeSources ? "native informer + lister" : "Spark's own watch + polling sources");
     SparkConf conf =
-        node.sparkDriverConf("spark-k8s-native-demo")
-            .set("spark.executor.instances", "2")
-            .set("spark.sql.shuffle.partitions", "8")
-            .set("spark.sql.adaptive.enabled", "false")
+        node.sparkJobConf("spark-k8s-native-demo", 2, nativeSources)
             .set("spark.kubernetes.executor.apiPollingInterval", POLLING)
-            .set("spark.kubernetes.executor.listerPollingInterval", POLLING)
-            .set("spark.kubernetes.executor.enableInformer", Boolean.toString(nativeSources));
-    if (nativeSources) {
-      conf.set(
-          "spark.kubernetes.allocation.pods.allocator",
-          NativeExecutorPodsAllocator.class.getName());
-    }
+            .set("spark.kubernetes.executor.listerPollingInterval", POLLING);
     SparkSession spark = SparkSession.builder().config(conf).getOrCreate();
     SparkContext sc = spark.sparkContext();
     String appId = sc.applicationId();

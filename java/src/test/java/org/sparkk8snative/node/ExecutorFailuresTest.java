@@ -25,7 +25,6 @@ import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkk8snative.TestPlane;
-import org.sparkk8snative.spark.NativeExecutorPodsAllocator;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
@@ -45,7 +44,6 @@ class ExecutorFailuresTest {
   private final ProcessNode node = ProcessNode.get();
   private final TestPlane plane = node.plane();
 
-  /** What one failure did: how Spark explained the loss, and the failures it counted. */
   /**
    * What one failure did: how Spark explained the loss, the failures it had counted and the
    * executors it had added once the failed one's replacement registered, and the time from the
@@ -57,26 +55,16 @@ class ExecutorFailuresTest {
   private record Outcome(List<Loss> losses, int executorsAdded, boolean podsLeftOver) {}
 
   private SparkConf conf(boolean nativeSources) {
-    SparkConf conf =
-        node.sparkDriverConf("executor-failures-" + (nativeSources ? "native" : "legacy"))
-            .set("spark.executor.instances", String.valueOf(EXECUTORS))
-            .set("spark.sql.shuffle.partitions", "8")
-            .set("spark.sql.adaptive.enabled", "false")
-            .set("spark.executor.maxNumFailures", "10")
-            // A hung executor is found by the heartbeat timeout; shortened from 120 s.
-            .set("spark.network.timeout", "15s")
-            .set("spark.network.timeoutInterval", "2s")
-            .set("spark.executor.heartbeatInterval", "2s")
-            // The pod of a removed executor is deleted with this grace (a stopped one ignores
-            // SIGTERM until the node's SIGKILL).
-            .set("spark.kubernetes.executor.terminationGracePeriodSeconds", "5");
-    if (nativeSources) {
-      conf.set(
-              "spark.kubernetes.allocation.pods.allocator",
-              NativeExecutorPodsAllocator.class.getName())
-          .set("spark.kubernetes.executor.enableInformer", "true");
-    }
-    return conf;
+    return node.sparkJobConf(
+            "executor-failures-" + (nativeSources ? "native" : "legacy"), EXECUTORS, nativeSources)
+        .set("spark.executor.maxNumFailures", "10")
+        // A hung executor is found by the heartbeat timeout; shortened from 120 s.
+        .set("spark.network.timeout", "15s")
+        .set("spark.network.timeoutInterval", "2s")
+        .set("spark.executor.heartbeatInterval", "2s")
+        // The pod of a removed executor is deleted with this grace (a stopped one ignores
+        // SIGTERM until the node's SIGKILL).
+        .set("spark.kubernetes.executor.terminationGracePeriodSeconds", "5");
   }
 
   private String podOf(String appId, String execId) {

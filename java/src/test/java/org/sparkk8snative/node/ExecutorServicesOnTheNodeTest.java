@@ -23,7 +23,6 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkk8snative.ExecutorServiceNames;
 import org.sparkk8snative.TestPlane;
-import org.sparkk8snative.spark.NativeExecutorPodsAllocator;
 
 /**
  * Executor Services (SPARK-52505) end to end on the real node: each executor advertises its
@@ -91,14 +90,7 @@ class ExecutorServicesOnTheNodeTest {
     SparkSession spark =
         SparkSession.builder()
             .config(
-                node.sparkDriverConf("executor-services")
-                    .set("spark.executor.instances", "2")
-                    .set("spark.sql.shuffle.partitions", "8")
-                    .set("spark.sql.adaptive.enabled", "false")
-                    .set(
-                        "spark.kubernetes.allocation.pods.allocator",
-                        NativeExecutorPodsAllocator.class.getName())
-                    .set("spark.kubernetes.executor.enableInformer", "true")
+                node.sparkJobConf("executor-services", 2, true)
                     .set("spark.kubernetes.executor.enableService", "true")
                     .set("spark.blockManager.port", String.valueOf(BLOCK_MANAGER_PORT))
                     .set("spark.kubernetes.driver.pod.name", driverPod))

@@ -4,6 +4,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import java.time.Duration;
 import org.apache.spark.SparkConf;
 import org.sparkk8snative.TestPlane;
+import org.sparkk8snative.spark.NativeExecutorPodsAllocator;
 
 /**
  * The sealed cluster's node, whose pods are processes (tests/localnode/agent), for the tests tagged
@@ -58,6 +59,26 @@ public final class ProcessNode {
         .set("spark.executor.cores", "1")
         // Two cores run the whole cluster: ask the scheduler for a fraction of one.
         .set("spark.kubernetes.executor.request.cores", "250m");
+  }
+
+  /**
+   * A driver for a job on {@code executors} executor pods, with the native allocator and informer
+   * or with Spark's own sources (its default allocator); a small shuffle, AQE off, so that the
+   * stages are the same in both.
+   */
+  public SparkConf sparkJobConf(String appName, int executors, boolean nativeSources) {
+    SparkConf conf =
+        sparkDriverConf(appName)
+            .set("spark.executor.instances", String.valueOf(executors))
+            .set("spark.sql.shuffle.partitions", "8")
+            .set("spark.sql.adaptive.enabled", "false");
+    if (nativeSources) {
+      conf.set(
+              "spark.kubernetes.allocation.pods.allocator",
+              NativeExecutorPodsAllocator.class.getName())
+          .set("spark.kubernetes.executor.enableInformer", "true");
+    }
+    return conf;
   }
 
   /** OOM-kills the pod's container now (its cgroup's limit set just above its usage). */

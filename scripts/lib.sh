@@ -163,16 +163,28 @@ node_images() {
 JSON
 }
 
+# The value of KEY ($2) in the plane.env of the plane in $1.
+plane_var() {
+  sed -n "s/^$2=//p" "$1/plane.env"
+}
+
+# For a sealed cluster in $1: resolves the Spark jars the executors run
+# (java/target/spark-node.classpath), writes the image table next to the
+# plane's directory, and prints its path.
+sealed_cluster_images() {
+  local images
+  images="$root/target/$(basename "$1")-images.json"
+  (cd "$root/java" && mvn -B -ntp -q dependency:build-classpath \
+    -Dmdep.outputFile=target/spark-node.classpath -Dmdep.includeScope=test) >&2
+  node_images "$images" "$root/java/target/spark-node.classpath"
+  echo "$images"
+}
+
 # Starts the sealed cluster (a node whose pods are processes) in $2 with the
-# binaries in $1, for the Spark version of java/pom.xml: resolves the Spark
-# jars the executors run (java/target/spark-node.classpath) and writes the
-# image table next to the plane.
+# binaries in $1, for the Spark version of java/pom.xml.
 start_sealed_cluster() {
   local bin=$1 dir=$2 images
-  (cd "$root/java" && mvn -B -ntp -q dependency:build-classpath \
-    -Dmdep.outputFile=target/spark-node.classpath -Dmdep.includeScope=test)
-  images="$root/target/$(basename "$dir")-images.json"
-  node_images "$images" "$root/java/target/spark-node.classpath"
+  images=$(sealed_cluster_images "$dir")
   start_plane "$bin" "$dir" --node --images "$images"
 }
 
@@ -188,8 +200,8 @@ in_sealed_cluster() {
 # its run is left on the machine (localplane leftovers lists what it checks).
 stop_sealed_cluster_and_check() {
   local bin=$1 dir=$2 prefix inode
-  prefix=$(sed -n 's/^LOCALPLANE_RUN_PREFIX=//p' "$dir/plane.env")
-  inode=$(sed -n 's/^LOCALPLANE_NETNS_INODE=//p' "$dir/plane.env")
+  prefix=$(plane_var "$dir" LOCALPLANE_RUN_PREFIX)
+  inode=$(plane_var "$dir" LOCALPLANE_NETNS_INODE)
   stop_plane_now "$bin" "$dir"
   "$bin/localplane" leftovers --prefix "$prefix" --dir "$dir" --netns-inode "$inode"
 }
@@ -219,9 +231,9 @@ check_sealed_runs_coexist_and_crashes_are_cleaned() {
   for d in "$crashed" "$other"; do
     "$bin/localplane" start --dir "$d" --node --images "$images" >/dev/null
   done
-  echo "two sealed runs side by side: $(sed -n 's/^LOCALPLANE_RUN_PREFIX=//p' "$crashed/plane.env"), $(sed -n 's/^LOCALPLANE_RUN_PREFIX=//p' "$other/plane.env")"
-  prefix=$(sed -n 's/^LOCALPLANE_RUN_PREFIX=//p' "$crashed/plane.env")
-  inode=$(sed -n 's/^LOCALPLANE_NETNS_INODE=//p' "$crashed/plane.env")
+  prefix=$(plane_var "$crashed" LOCALPLANE_RUN_PREFIX)
+  inode=$(plane_var "$crashed" LOCALPLANE_NETNS_INODE)
+  echo "two sealed runs side by side: $prefix, $(plane_var "$other" LOCALPLANE_RUN_PREFIX)"
   # A pod in the run that will crash, so that it has a pod namespace and cgroups to leave.
   "$bin/localplane" exec --dir "$crashed" -- "$bin/kubectl" --kubeconfig "$crashed/kubeconfig" \
     run sleeper --image=local/host --restart=Never --command -- sleep 600 >/dev/null
@@ -239,16 +251,13 @@ check_sealed_runs_coexist_and_crashes_are_cleaned() {
   "$bin/localplane" start --dir "$next" --node --images "$images" >/dev/null
   grep 'cleaning up run' "$next/localplane.log"
   # Namespace inodes are reused: the new run's may be the crashed one's.
-  if [[ "$(sed -n 's/^LOCALPLANE_NETNS_INODE=//p' "$next/plane.env")" == "$inode" ]]; then inode=0; fi
+  if [[ "$(plane_var "$next" LOCALPLANE_NETNS_INODE)" == "$inode" ]]; then inode=0; fi
   "$bin/localplane" leftovers --prefix "$prefix" --dir "$crashed" --netns-inode "$inode"
   # The other run was not touched: its node is still Ready.
   "$bin/localplane" exec --dir "$other" -- "$bin/kubectl" --kubeconfig "$other/kubeconfig" \
     wait --for=condition=Ready node/process-node --timeout=10s
   for d in "$other" "$next"; do
-    prefix=$(sed -n 's/^LOCALPLANE_RUN_PREFIX=//p' "$d/plane.env")
-    inode=$(sed -n 's/^LOCALPLANE_NETNS_INODE=//p' "$d/plane.env")
-    "$bin/localplane" stop --dir "$d"
-    "$bin/localplane" leftovers --prefix "$prefix" --dir "$d" --netns-inode "$inode"
+    stop_sealed_cluster_and_check "$bin" "$d"
   done
   rm -rf "$crashed"
 }

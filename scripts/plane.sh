@@ -25,21 +25,15 @@ case "$cmd" in
   ctl)  "$bin/localplane" ctl --dir "$dir" "$@" ;;
   node-up)
     ensure_tools >/dev/null
-    (cd "$root/java" && mvn -B -ntp -q dependency:build-classpath \
-      -Dmdep.outputFile=target/spark-node.classpath -Dmdep.includeScope=test)
-    node_images "$root/target/$(basename "$dir")-images.json" "$root/java/target/spark-node.classpath"
-    "$bin/localplane" start --dir "$dir" --node --images "$root/target/$(basename "$dir")-images.json"
+    # Not start_sealed_cluster: that one stops the cluster when this script exits.
+    "$bin/localplane" start --dir "$dir" --node --images "$(sealed_cluster_images "$dir")"
     ;;
   exec)
     [[ "${1:-}" == "--" ]] && shift
-    kubeconfig=$(sed -n 's/^LOCALPLANE_KUBECONFIG=//p' "$dir/plane.env")
-    KUBECONFIG=$kubeconfig PATH="$bin:$PATH" "$bin/localplane" exec --dir "$dir" -- "$@"
+    KUBECONFIG=$(plane_var "$dir" LOCALPLANE_KUBECONFIG) PATH="$bin:$PATH" "$bin/localplane" exec --dir "$dir" -- "$@"
     ;;
   node-down)
-    prefix=$(sed -n 's/^LOCALPLANE_RUN_PREFIX=//p' "$dir/plane.env")
-    inode=$(sed -n 's/^LOCALPLANE_NETNS_INODE=//p' "$dir/plane.env")
-    "$bin/localplane" stop --dir "$dir"
-    "$bin/localplane" leftovers --prefix "$prefix" --dir "$dir" --netns-inode "$inode"
+    stop_sealed_cluster_and_check "$bin" "$dir"
     ;;
   *)    echo "usage: scripts/plane.sh up|down|ctl|node-up|exec|node-down [DIR] ..." >&2; exit 2 ;;
 esac

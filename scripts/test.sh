@@ -40,7 +40,7 @@ phase "real node: sealed cluster, node smoke tests, real Spark jobs (JVM tests t
 # verify run above resolved every plugin and dependency).
 node_plane="$root/target/localplane-node-tests"
 start_sealed_cluster "$LOCALPLANE_BIN" "$node_plane"
-grep -E '^LOCALPLANE_(RUN_PREFIX|NODE_NETNS|APISERVER)=' "$node_plane/plane.env"
+echo "sealed run $(plane_var "$node_plane" LOCALPLANE_RUN_PREFIX): apiserver $(plane_var "$node_plane" LOCALPLANE_APISERVER)"
 (cd java && in_sealed_cluster "$LOCALPLANE_BIN" "$node_plane" mvn -o -B test \
   -Dtest.groups=node -Dtest.excludedGroups=none \
   -Dnative.lib.dir="$root/target/release" \
@@ -50,7 +50,7 @@ stop_sealed_cluster_and_check "$LOCALPLANE_BIN" "$node_plane"
 
 phase "sealed cluster: two runs side by side, and what a crashed run leaves is cleaned"
 check_sealed_runs_coexist_and_crashes_are_cleaned "$LOCALPLANE_BIN" "$root/target/sealed-runs" \
-  "$root/target/$(basename "$node_plane")-images.json"
+  "$root/target/$(basename "$node_plane")-images.json" # written by start_sealed_cluster
 
 # The benchmark harness in quick mode: proves it runs end to end (all four
 # runs, the report, the chart); asserts nothing about speed.

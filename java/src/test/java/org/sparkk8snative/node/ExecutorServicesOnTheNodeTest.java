@@ -11,8 +11,15 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 import org.apache.spark.SparkContext;
 import org.apache.spark.SparkExecutorInfo;
 import org.apache.spark.scheduler.SparkListener;
@@ -56,6 +63,115 @@ class ExecutorServicesOnTheNodeTest {
       outcome = e.getClass().getSimpleName() + ": " + e.getMessage();
     }
     return new Attempt(outcome, (System.nanoTime() - began) / 1_000_000);
+  }
+
+  /**
+   * Connection attempts begun every 50 ms from a moment on, each on its own thread, so that an
+   * attempt that hangs (a SYN sent to the pod's address while its network is torn down, before
+   * kube-proxy has dropped the endpoint) does not delay the ones begun after it: what a peer sees
+   * depends on when its fetch begins, not on when the one before it gave up.
+   */
+  private record Probes(List<Long> begunAt, List<Attempt> attempts, long settledAt) {
+    private static final long PACE_MILLIS = 50;
+    private static final long STABLE_MILLIS = 2_000;
+    private static final long GIVE_UP_MILLIS = 30_000;
+
+    /**
+     * Probes until {@code settled} holds and every attempt of the last 2 s since was refused fast,
+     * or 30 s have passed. Until the pod's network is gone, its dead process's address refuses by
+     * itself; only after that does a refusal prove kube-proxy's. Paced: hundreds of refusals a
+     * second would run into the kernel's ICMP rate limit (icmp_msgs_per_sec), and a SYN left
+     * without its reject is retried only after 1 s.
+     */
+    static Probes after(long since, Supplier<Attempt> attempt, BooleanSupplier settled)
+        throws InterruptedException {
+      ExecutorService threads = Executors.newCachedThreadPool();
+      List<Long> begunAt = new ArrayList<>();
+      List<Future<Attempt>> pending = new ArrayList<>();
+      long settledAt = -1;
+      try {
+        while (true) {
+          begunAt.add(millisSince(since));
+          pending.add(threads.submit(attempt::get));
+          Thread.sleep(PACE_MILLIS);
+          long elapsed = millisSince(since);
+          if (settledAt < 0 && settled.getAsBoolean()) {
+            settledAt = elapsed;
+          }
+          if (elapsed > GIVE_UP_MILLIS
+              || (settledAt >= 0
+                  && elapsed - settledAt >= STABLE_MILLIS
+                  && lastAttemptsRefused(begunAt, pending, elapsed))) {
+            break;
+          }
+        }
+        List<Attempt> attempts = new ArrayList<>();
+        for (Future<Attempt> each : pending) {
+          attempts.add(each.get());
+        }
+        return new Probes(begunAt, attempts, settledAt);
+      } catch (ExecutionException e) {
+        throw new IllegalStateException("a connection attempt failed to run", e.getCause());
+      } finally {
+        threads.shutdownNow();
+      }
+    }
+
+    private static long millisSince(long nanos) {
+      return (System.nanoTime() - nanos) / 1_000_000;
+    }
+
+    private static boolean lastAttemptsRefused(
+        List<Long> begunAt, List<Future<Attempt>> pending, long elapsed)
+        throws InterruptedException {
+      for (int i = pending.size() - 1; i >= 0 && begunAt.get(i) >= elapsed - STABLE_MILLIS; i--) {
+        Future<Attempt> each = pending.get(i);
+        if (!each.isDone() || !refusedFast(getNow(each))) {
+          return false;
+        }
+      }
+      return true;
+    }
+
+    private static Attempt getNow(Future<Attempt> done) throws InterruptedException {
+      try {
+        return done.get();
+      } catch (ExecutionException e) {
+        throw new IllegalStateException("a connection attempt failed to run", e.getCause());
+      }
+    }
+
+    private static boolean refusedFast(Attempt attempt) {
+      return attempt.outcome().equals("refused") && attempt.millis() < 200;
+    }
+
+    int count() {
+      return attempts.size();
+    }
+
+    /**
+     * When, after {@code since}, the attempts began to be refused fast, every one from then on; -1
+     * if the last attempts were not.
+     */
+    long refusedFromMillis() {
+      long from = -1;
+      for (int i = attempts.size() - 1; i >= 0 && refusedFast(attempts.get(i)); i--) {
+        from = begunAt.get(i);
+      }
+      return from;
+    }
+
+    /** The slowest attempt begun before {@code millis}: what a fetch in that window waited. */
+    Attempt slowestBefore(long millis) {
+      Attempt slowest = new Attempt("none", -1);
+      for (int i = 0; i < attempts.size(); i++) {
+        if ((millis < 0 || begunAt.get(i) < millis)
+            && attempts.get(i).millis() > slowest.millis()) {
+          slowest = attempts.get(i);
+        }
+      }
+      return slowest;
+    }
   }
 
   /** A driver pod that owns the app's Services (what spark-submit makes in cluster mode). */
@@ -147,58 +263,38 @@ class ExecutorServicesOnTheNodeTest {
           "connected", connect(service, BLOCK_MANAGER_PORT).outcome(), "alive, via the Service");
       node.signal(victim.getMetadata().getName(), "KILL");
       long killed = System.nanoTime();
-      // Until kube-proxy has dropped the pod's endpoint (its 1 s minimum sync), a connection may
-      // still reach the pod's address: refused by its dead process, or, once Spark has deleted
-      // the pod and its network is gone, "no route to host" after seconds. So: the time until
-      // every attempt for 2 s is refused, and the slowest attempt before that.
-      long stableSince = -1;
-      long slowestBefore = 0;
-      String slowestOutcome = "";
-      Attempt attempt;
-      do {
-        // Paced: hundreds of refusals a second would run into the kernel's ICMP rate limit
-        // (icmp_msgs_per_sec), and a SYN left without its reject is retried after 1 s.
-        Thread.sleep(50);
-        attempt = connect(service, BLOCK_MANAGER_PORT);
-        long now = System.nanoTime();
-        if (attempt.outcome().equals("refused") && attempt.millis() < 200) {
-          stableSince = stableSince < 0 ? now - attempt.millis() * 1_000_000 : stableSince;
-        } else {
-          stableSince = -1;
-          if (attempt.millis() > slowestBefore) {
-            slowestBefore = attempt.millis();
-            slowestOutcome = attempt.outcome();
-          }
-        }
-      } while ((stableSince < 0 || System.nanoTime() - stableSince < 2_000_000_000L)
-          && System.nanoTime() - killed < Duration.ofSeconds(30).toNanos());
-      long refusedAfter = stableSince < 0 ? -1 : (stableSince - killed) / 1_000_000;
+      Probes probes =
+          Probes.after(
+              killed,
+              () -> connect(service, BLOCK_MANAGER_PORT),
+              () ->
+                  plane.executorPods(appId).stream()
+                      .noneMatch(
+                          p -> p.getMetadata().getUid().equals(victim.getMetadata().getUid())));
+      long refusedAfter = probes.refusedFromMillis();
       Attempt throughService = connect(service, BLOCK_MANAGER_PORT);
 
-      // Its Failed pod keeps the IP until the pod object is gone (Spark deletes it, in time).
-      plane.deletePod(victim.getMetadata().getName());
+      // Spark deleted the Failed pod (the probes waited for it to be gone, and its network).
+      assertTrue(probes.settledAt() >= 0, "Spark deletes the killed executor's pod");
       node.dropTrafficToGonePods(true);
       Attempt toDroppedPodIp;
       try {
-        TestPlane.eventually(
-            "the killed pod to be gone",
-            Duration.ofSeconds(30),
-            () ->
-                plane.executorPods(appId).stream()
-                    .noneMatch(
-                        p -> p.getMetadata().getUid().equals(victim.getMetadata().getUid())));
         toDroppedPodIp = connect(victimIp, BLOCK_MANAGER_PORT);
       } finally {
         node.dropTrafficToGonePods(false);
       }
+      Attempt slowestBefore = probes.slowestBefore(refusedAfter);
       System.out.printf(
-          "a gone executor: its Service refuses every connection from %d ms after the kill on"
-              + " (slowest attempt before: %d ms, %s), each in %d ms (%s); its old pod IP, dropped"
-              + " as on a routed network: %s after %d ms (Spark's connect timeout:"
-              + " spark.shuffle.io.connectionTimeout, 120 s by default)%n",
+          "a gone executor: its Service refuses every connection begun %d ms after the kill or"
+              + " later (%d attempts; the pod gone after %d ms; the slowest attempt begun before:"
+              + " %d ms, %s), each in %d ms (%s);"
+              + " its old pod IP, dropped as on a routed network: %s after %d ms (Spark's connect"
+              + " timeout: spark.shuffle.io.connectionTimeout, 120 s by default)%n",
           refusedAfter,
-          slowestBefore,
-          slowestOutcome.isEmpty() ? "none" : slowestOutcome,
+          probes.count(),
+          probes.settledAt(),
+          slowestBefore.millis(),
+          slowestBefore.outcome(),
           throughService.millis(),
           throughService.outcome(),
           toDroppedPodIp.outcome(),

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.PodBuilder;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.InetSocketAddress;
@@ -174,35 +173,10 @@ class ExecutorServicesOnTheNodeTest {
     }
   }
 
-  /** A driver pod that owns the app's Services (what spark-submit makes in cluster mode). */
-  private String createDriverPod() {
-    String name = TestPlane.uniqueAppId("driver");
-    plane
-        .admin()
-        .pods()
-        .inNamespace(plane.namespace())
-        .resource(
-            new PodBuilder()
-                .withNewMetadata()
-                .withName(name)
-                .addToLabels("spark-role", "driver")
-                .endMetadata()
-                .withNewSpec()
-                .addNewContainer()
-                .withName("spark-kubernetes-driver")
-                .withImage(ProcessNode.HOST_IMAGE)
-                .withCommand("sleep", "3600")
-                .endContainer()
-                .endSpec()
-                .build())
-        .create();
-    return name;
-  }
-
   @Test
   void peersFetchThroughExecutorServicesAndAGoneExecutorsServiceRefusesAtOnce()
       throws InterruptedException {
-    String driverPod = createDriverPod();
+    String driverPod = node.createDriverPod();
     SparkSession spark =
         SparkSession.builder()
             .config(

@@ -1,6 +1,7 @@
 package org.sparkk8snative.node;
 
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
 import java.time.Duration;
 import org.apache.spark.SparkConf;
 import org.sparkk8snative.TestPlane;
@@ -79,6 +80,34 @@ public final class ProcessNode {
           .set("spark.kubernetes.executor.enableInformer", "true");
     }
     return conf;
+  }
+
+  /**
+   * A pod standing for the driver of a client-mode app (what spark-submit makes in cluster mode),
+   * to own what Spark creates for the app, such as executor Services; returns its name.
+   */
+  public String createDriverPod() {
+    String name = TestPlane.uniqueAppId("driver");
+    plane
+        .admin()
+        .pods()
+        .inNamespace(plane.namespace())
+        .resource(
+            new PodBuilder()
+                .withNewMetadata()
+                .withName(name)
+                .addToLabels("spark-role", "driver")
+                .endMetadata()
+                .withNewSpec()
+                .addNewContainer()
+                .withName("spark-kubernetes-driver")
+                .withImage(ProcessNode.HOST_IMAGE)
+                .withCommand("sleep", "3600")
+                .endContainer()
+                .endSpec()
+                .build())
+        .create();
+    return name;
   }
 
   /** OOM-kills the pod's container now (its cgroup's limit set just above its usage). */

@@ -1,0 +1,279 @@
+package org.sparkk8snative.node;
+
+import static org.apache.spark.sql.functions.expr;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
+import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsLifecycleManager;
+import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshot;
+import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
+import org.apache.spark.scheduler.cluster.k8s.PodDeleted;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.sparkk8snative.TestPlane;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * Dynamic allocation with shuffle tracking on the real node, with the native sources and with
+ * Spark's own: a backlog of tasks scales the app up to its maximum, idleness scales it back down to
+ * its minimum; every executor pod created and deleted reaches Spark's snapshot store; no executor
+ * is removed by missing-pod detection or counted as failed; the executor pods and their Services
+ * return to the minimum.
+ */
+@Tag("node")
+class DynamicAllocationTest {
+  private static final int MIN_EXECUTORS = 1;
+  private static final int MAX_EXECUTORS = 3;
+  private static final int TASKS = 12;
+  private static final long TASK_MILLIS = 3_000;
+  private static final String MISSING_POD = "was not found in the cluster at the polling time";
+
+  private final ProcessNode node = ProcessNode.get();
+  private final TestPlane plane = node.plane();
+
+  /**
+   * What one app saw: the most executors alive at once, the executor ids Spark registered, the
+   * executor pods that ever existed and those seen deleted in Spark's snapshots, Spark's removal
+   * reasons, its failure count, what was left once idle, and how long up and down took.
+   */
+  private record Outcome(
+      int peakExecutors,
+      Set<String> executorsAdded,
+      Set<String> podsInSnapshots,
+      Set<String> podsDeletedInSnapshots,
+      Set<String> podsGone,
+      Map<String, String> removalReasons,
+      int executorsFailed,
+      int podsLeft,
+      int servicesLeft,
+      long scaleUpMillis,
+      long scaleDownMillis) {}
+
+  private SparkConf conf(String driverPod, boolean nativeSources) {
+    SparkConf conf =
+        node.sparkJobConf(
+                "dynamic-allocation-" + (nativeSources ? "native" : "legacy"),
+                MIN_EXECUTORS,
+                nativeSources)
+            .set("spark.dynamicAllocation.enabled", "true")
+            .set("spark.dynamicAllocation.shuffleTracking.enabled", "true")
+            .set("spark.dynamicAllocation.minExecutors", String.valueOf(MIN_EXECUTORS))
+            .set("spark.dynamicAllocation.initialExecutors", String.valueOf(MIN_EXECUTORS))
+            .set("spark.dynamicAllocation.maxExecutors", String.valueOf(MAX_EXECUTORS))
+            .set("spark.dynamicAllocation.schedulerBacklogTimeout", "1s")
+            .set("spark.dynamicAllocation.sustainedSchedulerBacklogTimeout", "1s")
+            .set("spark.dynamicAllocation.executorIdleTimeout", "5s")
+            // Executors holding shuffle output are released this long after the job, not never.
+            .set("spark.dynamicAllocation.shuffleTracking.timeout", "5s")
+            .set("spark.kubernetes.driver.pod.name", driverPod);
+    if (nativeSources) {
+      // Executor Services come with the native allocator; Spark's own makes none.
+      conf.set("spark.kubernetes.executor.enableService", "true")
+          .set("spark.kubernetes.native.service.deleteAfter", "2s")
+          .set("spark.blockManager.port", "7079");
+    }
+    return conf;
+  }
+
+  private static String podName(Pod pod) {
+    return pod.getMetadata().getName();
+  }
+
+  private Outcome run(boolean nativeSources) throws Exception {
+    String driverPod = node.createDriverPod();
+    SparkSession spark =
+        SparkSession.builder().config(conf(driverPod, nativeSources)).getOrCreate();
+    SparkContext sc = spark.sparkContext();
+    String appId = sc.applicationId();
+    Map<String, String> removalReasons = new ConcurrentHashMap<>();
+    sc.addSparkListener(
+        new SparkListener() {
+          @Override
+          public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
+            removalReasons.put(e.executorId(), e.reason());
+          }
+        });
+    Set<String> podsInSnapshots = ConcurrentHashMap.newKeySet();
+    Set<String> podsDeletedInSnapshots = ConcurrentHashMap.newKeySet();
+    SparkBackendParts.of(sc, ExecutorPodsSnapshotsStore.class)
+        .addSubscriber(
+            50L,
+            snapshots -> {
+              for (ExecutorPodsSnapshot snapshot : CollectionConverters.asJava(snapshots)) {
+                snapshot
+                    .executorPods()
+                    .foreach(
+                        entry -> {
+                          String pod = podName(entry._2().pod());
+                          podsInSnapshots.add(pod);
+                          if (entry._2() instanceof PodDeleted) {
+                            podsDeletedInSnapshots.add(pod);
+                          }
+                          return null;
+                        });
+              }
+              return null;
+            });
+    Set<String> podsEver = ConcurrentHashMap.newKeySet();
+    Set<String> executorsAdded = new TreeSet<>();
+    AtomicInteger peak = new AtomicInteger();
+    Runnable look =
+        () -> {
+          plane.executorPods(appId).forEach(p -> podsEver.add(podName(p)));
+          Set<String> alive = new TreeSet<>(CollectionConverters.asJava(sc.getExecutorIds()));
+          executorsAdded.addAll(alive);
+          peak.accumulateAndGet(alive.size(), Math::max);
+        };
+    try {
+      TestPlane.eventually(
+          MIN_EXECUTORS + " executor to register",
+          Duration.ofSeconds(180),
+          () -> {
+            look.run();
+            return sc.getExecutorIds().size() == MIN_EXECUTORS;
+          });
+      long began = System.nanoTime();
+      // A backlog: one task per core of the maximum, each busy for seconds, then a shuffle so
+      // that the executors hold shuffle output (what shuffle tracking keeps them for).
+      CompletableFuture<List<Row>> job =
+          CompletableFuture.supplyAsync(
+              () ->
+                  spark
+                      .range(0, TASKS, 1, TASKS)
+                      .selectExpr(
+                          "id % 3 AS k",
+                          "java_method('java.lang.Thread', 'sleep', CAST("
+                              + TASK_MILLIS
+                              + " AS"
+                              + " BIGINT)) AS slept")
+                      .groupBy("k")
+                      // max(slept) keeps the sleep from being pruned as an unused column.
+                      .agg(expr("count(*)"), expr("max(slept)"))
+                      .collectAsList());
+      long[] upAt = {-1};
+      while (!job.isDone()) {
+        look.run();
+        if (upAt[0] < 0 && peak.get() == MAX_EXECUTORS) {
+          upAt[0] = System.nanoTime();
+        }
+        Thread.sleep(200);
+      }
+      List<Row> rows = job.get(5, TimeUnit.MINUTES);
+      assertEquals(3, rows.size(), "groups");
+      rows.forEach(row -> assertEquals(TASKS / 3, row.getLong(1), "rows of " + row.get(0)));
+      long jobDone = System.nanoTime();
+      TestPlane.eventually(
+          "idle executors to be released down to " + MIN_EXECUTORS,
+          Duration.ofSeconds(120),
+          () -> {
+            look.run();
+            return sc.getExecutorIds().size() == MIN_EXECUTORS
+                && plane.executorPods(appId).size() == MIN_EXECUTORS;
+          });
+      long downAt = System.nanoTime();
+      TestPlane.eventually(
+          "the Services of released executors to be deleted",
+          Duration.ofSeconds(60),
+          () -> services(appId) == (nativeSources ? MIN_EXECUTORS : 0));
+      Set<String> podsGone = new TreeSet<>(podsEver);
+      plane.executorPods(appId).forEach(p -> podsGone.remove(podName(p)));
+      TestPlane.eventually(
+          "Spark's snapshots to show every released pod deleted",
+          Duration.ofSeconds(30),
+          () -> podsDeletedInSnapshots.containsAll(podsGone));
+      return new Outcome(
+          peak.get(),
+          executorsAdded,
+          new TreeSet<>(podsInSnapshots),
+          new TreeSet<>(podsDeletedInSnapshots),
+          podsGone,
+          Map.copyOf(removalReasons),
+          SparkBackendParts.of(sc, ExecutorPodsLifecycleManager.class).getNumExecutorsFailed(),
+          plane.executorPods(appId).size(),
+          services(appId),
+          upAt[0] < 0 ? -1 : (upAt[0] - began) / 1_000_000,
+          (downAt - jobDone) / 1_000_000);
+    } finally {
+      spark.stop();
+      plane.deletePod(driverPod);
+    }
+  }
+
+  private int services(String appId) {
+    return plane
+        .admin()
+        .services()
+        .inNamespace(plane.namespace())
+        .withLabel("spark-app-selector", appId)
+        .withLabel("spark-role", "executor-service")
+        .list()
+        .getItems()
+        .size();
+  }
+
+  @Test
+  void scalesUpUnderABacklogAndDownWhenIdleTheSameWithTheNativeSourcesAsWithSparksOwn()
+      throws Exception {
+    Outcome nativeRun = run(true);
+    Outcome legacyRun = run(false);
+    for (Outcome run : List.of(nativeRun, legacyRun)) {
+      String mode = run == nativeRun ? "native" : "legacy";
+      System.out.printf(
+          "dynamic allocation, %s: peak %d executors (%d registered, %d pods), up to %d after"
+              + " %d ms of backlog, down to %d %d ms after the job; %d pods seen deleted in"
+              + " Spark's snapshots of %d gone; removals: %s%n",
+          mode,
+          run.peakExecutors(),
+          run.executorsAdded().size(),
+          run.podsInSnapshots().size(),
+          MAX_EXECUTORS,
+          run.scaleUpMillis(),
+          MIN_EXECUTORS,
+          run.scaleDownMillis(),
+          run.podsDeletedInSnapshots().size(),
+          run.podsGone().size(),
+          new TreeSet<>(run.removalReasons().values()));
+      assertEquals(MAX_EXECUTORS, run.peakExecutors(), mode + ": scaled up to the maximum");
+      assertTrue(run.scaleUpMillis() >= 0, mode + ": reached the maximum while the job ran");
+      assertTrue(
+          run.podsInSnapshots().size() >= run.executorsAdded().size(),
+          mode + ": every executor's pod reached Spark's snapshots: " + run.podsInSnapshots());
+      assertTrue(
+          run.podsGone().size() >= MAX_EXECUTORS - MIN_EXECUTORS,
+          mode + ": executors were released: " + run.podsGone());
+      assertTrue(
+          run.podsDeletedInSnapshots().containsAll(run.podsGone()),
+          mode + ": every deleted pod reached Spark's snapshots as deleted");
+      run.removalReasons()
+          .forEach(
+              (exec, reason) ->
+                  assertTrue(
+                      !reason.contains(MISSING_POD),
+                      mode + ": executor " + exec + " removed by missing-pod detection"));
+      assertEquals(0, run.executorsFailed(), mode + ": releasing an executor is no failure");
+      assertEquals(MIN_EXECUTORS, run.podsLeft(), mode + ": pods once idle");
+      assertEquals(
+          run == nativeRun ? MIN_EXECUTORS : 0, run.servicesLeft(), mode + ": Services once idle");
+    }
+    assertEquals(
+        legacyRun.executorsAdded().size(),
+        nativeRun.executorsAdded().size(),
+        "the same number of executors in both modes");
+  }
+}

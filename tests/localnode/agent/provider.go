@@ -203,7 +203,6 @@ func (p *provider) DeletePod(_ context.Context, pod *v1.Pod) error {
 
 func (p *provider) terminate(ps *podState, grace time.Duration) {
 	log.Printf("pod %s: terminating (grace %s)", ps.key, grace)
-	p.signalPod(ps, syscall.SIGTERM)
 	// virtual-kubelet deletes the object itself once the grace period is over:
 	// SIGKILL a little earlier than a kubelet would, so that the exit code
 	// (137) reaches the API, and watchers such as Spark, before the object goes.
@@ -211,9 +210,13 @@ func (p *provider) terminate(ps *podState, grace time.Duration) {
 	if grace <= time.Second {
 		killAfter = grace / 2
 	}
+	killAt := time.Now().Add(killAfter)
+	// preStop hooks first, within the grace period (Spark's decommission script), then SIGTERM.
+	p.runPreStopHooks(ps, killAt)
+	p.signalPod(ps, syscall.SIGTERM)
 	select {
 	case <-ps.done:
-	case <-time.After(killAfter):
+	case <-time.After(time.Until(killAt)):
 		log.Printf("pod %s: grace period over, SIGKILL", ps.key)
 		p.signalPod(ps, syscall.SIGKILL)
 		<-ps.done

@@ -2,6 +2,7 @@ package org.sparkk8snative.node;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import java.nio.file.Path;
 import java.time.Duration;
 import org.apache.spark.SparkConf;
 import org.sparkk8snative.TestPlane;
@@ -16,6 +17,16 @@ public final class ProcessNode {
   /** The image the node agent's table maps to tests/localnode/images/spark-entrypoint.sh. */
   public static final String SPARK_IMAGE =
       "spark-k8s-native/spark:" + org.apache.spark.package$.MODULE$.SPARK_VERSION();
+
+  /**
+   * The executors' preStop hook when decommissioning is on ({@code
+   * spark.kubernetes.decommission.script}, /opt/decom.sh in Spark's image): pods are processes
+   * here, so the path is the project's own script (tests run from java/).
+   */
+  public static final String DECOMMISSION_SCRIPT =
+      Path.of(System.getProperty("user.dir"))
+          .resolveSibling("tests/localnode/images/decom.sh")
+          .toString();
 
   /** The image that runs a container's command on the node as it is. */
   public static final String HOST_IMAGE = "local/host";

@@ -1,0 +1,278 @@
+package org.sparkk8snative.node;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.dsl.LogWatch;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Collectors;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+import org.apache.spark.TaskFailedReason;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
+import org.apache.spark.scheduler.SparkListenerStageSubmitted;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsLifecycleManager;
+import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshot;
+import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.storage.RDDInfo;
+import org.apache.spark.storage.StorageLevel;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.sparkk8snative.ExecutorServiceNames;
+import org.sparkk8snative.TestPlane;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * Decommissioning on the real node, with the native sources and with Spark's own: an executor pod
+ * holding shuffle output and cached blocks is deleted; its preStop hook (Spark's decommission
+ * script) makes the executor migrate its blocks to its peer before it exits; the job's shuffle
+ * output survives (the next job over it runs no map stage again, fetches nothing that fails), the
+ * cached partitions stay cached, the loss is no failure, and with the native allocator the pod's
+ * Service follows the cleanup rule ({@code spark.kubernetes.native.service.deleteAfter}).
+ */
+@Tag("node")
+class DecommissionTest {
+  private static final int EXECUTORS = 2;
+  private static final int PARTITIONS = 8;
+  private static final long ROWS = 2_000_000;
+  private static final int KEYS = 100;
+
+  private final ProcessNode node = ProcessNode.get();
+  private final TestPlane plane = node.plane();
+
+  /**
+   * What the deletion did: Spark's reason for the removal and how long after the deletion it came,
+   * the stages and fetch failures of the job run again over the shuffle, the cached partitions
+   * after the executor left, the failures counted, and (native) whether the pod's Service was
+   * deleted after its pod.
+   */
+  private record Outcome(
+      String reason,
+      Integer exitCode,
+      String decommissionLog,
+      long removedMillis,
+      int stagesRunAgain,
+      int fetchFailures,
+      int cachedPartitions,
+      int executorsFailed,
+      boolean serviceDeleted) {}
+
+  private SparkConf conf(String driverPod, boolean nativeSources) {
+    SparkConf conf =
+        node.sparkJobConf(
+                "decommission-" + (nativeSources ? "native" : "legacy"), EXECUTORS, nativeSources)
+            .set("spark.decommission.enabled", "true")
+            .set("spark.storage.decommission.enabled", "true")
+            .set("spark.storage.decommission.shuffleBlocks.enabled", "true")
+            .set("spark.storage.decommission.rddBlocks.enabled", "true")
+            .set("spark.kubernetes.decommission.script", ProcessNode.DECOMMISSION_SCRIPT)
+            // The executor exits once a migration pass finds nothing left, and passes are this
+            // far apart: 30 s by default, the whole grace period (Spark's own decommission
+            // tests shorten it too).
+            .set("spark.storage.decommission.replicationReattemptInterval", "1s")
+            .set("spark.kubernetes.driver.pod.name", driverPod);
+    if (nativeSources) {
+      conf.set("spark.kubernetes.executor.enableService", "true")
+          .set("spark.kubernetes.native.service.deleteAfter", "2s")
+          .set("spark.blockManager.port", "7079");
+    }
+    return conf;
+  }
+
+  private Outcome run(boolean nativeSources) throws Exception {
+    String driverPod = node.createDriverPod();
+    SparkSession spark =
+        SparkSession.builder().config(conf(driverPod, nativeSources)).getOrCreate();
+    SparkContext sc = spark.sparkContext();
+    String appId = sc.applicationId();
+    Map<String, String> removedWhy = new ConcurrentHashMap<>();
+    Map<String, Long> removedAt = new ConcurrentHashMap<>();
+    AtomicInteger stagesSubmitted = new AtomicInteger();
+    AtomicInteger fetchFailures = new AtomicInteger();
+    sc.addSparkListener(
+        new SparkListener() {
+          @Override
+          public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
+            removedAt.put(e.executorId(), System.nanoTime());
+            removedWhy.put(e.executorId(), e.reason());
+          }
+
+          @Override
+          public void onStageSubmitted(SparkListenerStageSubmitted e) {
+            stagesSubmitted.incrementAndGet();
+          }
+
+          @Override
+          public void onTaskEnd(SparkListenerTaskEnd e) {
+            if (e.reason() instanceof TaskFailedReason failed
+                && failed.toErrorString().contains("FetchFailed")) {
+              fetchFailures.incrementAndGet();
+            }
+          }
+        });
+    Map<String, Pod> lastPodStates = new ConcurrentHashMap<>();
+    SparkBackendParts.of(sc, ExecutorPodsSnapshotsStore.class)
+        .addSubscriber(
+            50L,
+            snapshots -> {
+              for (ExecutorPodsSnapshot snapshot : CollectionConverters.asJava(snapshots)) {
+                snapshot
+                    .executorPods()
+                    .foreach(
+                        entry ->
+                            lastPodStates.put(
+                                entry._2().pod().getMetadata().getName(), entry._2().pod()));
+              }
+              return null;
+            });
+    try {
+      TestPlane.eventually(
+          EXECUTORS + " executors to register",
+          Duration.ofSeconds(180),
+          () -> sc.getExecutorIds().size() == EXECUTORS);
+      Dataset<Row> cached =
+          spark
+              .range(0, ROWS, 1, PARTITIONS)
+              .selectExpr("id", "id * 2 AS twice")
+              .persist(StorageLevel.MEMORY_ONLY());
+      assertEquals(ROWS, cached.count());
+      Dataset<Row> grouped = cached.selectExpr("id % " + KEYS + " AS k").groupBy("k").count();
+      assertRight(grouped.collectAsList());
+
+      // The victim holds both kinds of blocks: each executor ran tasks of both jobs.
+      Pod victimPod = plane.executorPods(appId).get(0);
+      String victim = victimPod.getMetadata().getLabels().get("spark-exec-id");
+      // The victim's log, kept past its pod: what its decommissioning did, should it fail.
+      ByteArrayOutputStream victimLog = new ByteArrayOutputStream();
+      LogWatch victimLogWatch =
+          plane
+              .admin()
+              .pods()
+              .inNamespace(plane.namespace())
+              .withName(victimPod.getMetadata().getName())
+              .watchLog(victimLog);
+      long deleted = System.nanoTime();
+      // Deleted as a user or an autoscaler deletes a pod: with its grace period (30 s), in which
+      // the node runs the preStop hook before SIGTERM.
+      plane.admin().pods().inNamespace(plane.namespace()).resource(victimPod).delete();
+      TestPlane.eventually(
+          "Spark to remove the decommissioned executor " + victim,
+          Duration.ofSeconds(90),
+          () -> removedWhy.containsKey(victim));
+      TestPlane.eventually(
+          "the cached partitions to be all cached again (migrated)",
+          Duration.ofSeconds(30),
+          () -> cachedPartitions(sc) == PARTITIONS);
+
+      int stagesBefore = stagesSubmitted.get();
+      assertRight(grouped.collectAsList());
+      int stagesRunAgain = stagesSubmitted.get() - stagesBefore;
+      assertEquals(ROWS, cached.count());
+
+      boolean serviceDeleted = false;
+      if (nativeSources) {
+        String service = ExecutorServiceNames.serviceName(appId, victim);
+        TestPlane.eventually(
+            "the decommissioned executor's Service to follow its pod",
+            Duration.ofSeconds(60),
+            () ->
+                plane.admin().services().inNamespace(plane.namespace()).withName(service).get()
+                    == null);
+        serviceDeleted = true;
+      }
+      victimLogWatch.close();
+      Integer exitCode = null;
+      for (var status :
+          lastPodStates.get(victimPod.getMetadata().getName()).getStatus().getContainerStatuses()) {
+        if (status.getState().getTerminated() != null) {
+          exitCode = status.getState().getTerminated().getExitCode();
+        }
+      }
+      return new Outcome(
+          removedWhy.get(victim),
+          exitCode,
+          victimLog
+              .toString(StandardCharsets.UTF_8)
+              .lines()
+              .filter(line -> line.contains("ecommission") || line.contains("igrat"))
+              .collect(Collectors.joining("\n")),
+          (removedAt.get(victim) - deleted) / 1_000_000,
+          stagesRunAgain,
+          fetchFailures.get(),
+          cachedPartitions(sc),
+          SparkBackendParts.of(sc, ExecutorPodsLifecycleManager.class).getNumExecutorsFailed(),
+          serviceDeleted);
+    } finally {
+      spark.stop();
+      plane.deletePod(driverPod);
+    }
+  }
+
+  private static void assertRight(List<Row> counts) {
+    assertEquals(KEYS, counts.size(), "groups");
+    counts.forEach(row -> assertEquals(ROWS / KEYS, row.getLong(1), "rows of " + row.get(0)));
+  }
+
+  /** Spark's reason without the executor's id. */
+  private static String kind(String reason) {
+    return reason.replaceAll("id \\d+", "id N");
+  }
+
+  /** The partitions of the one cached RDD that are cached somewhere now. */
+  private static int cachedPartitions(SparkContext sc) {
+    int cached = 0;
+    for (RDDInfo info : sc.getRDDStorageInfo()) {
+      cached += info.numCachedPartitions();
+    }
+    return cached;
+  }
+
+  @Test
+  void aDeletedExecutorMigratesItsBlocksFirstTheSameWithTheNativeSourcesAsWithSparksOwn()
+      throws Exception {
+    Outcome nativeRun = run(true);
+    Outcome legacyRun = run(false);
+    for (Outcome run : List.of(nativeRun, legacyRun)) {
+      String mode = run == nativeRun ? "native" : "legacy";
+      System.out.printf(
+          "decommission, %s: exit code %s, removed %d ms after its pod's deletion (%s); the job"
+              + " again: %d"
+              + " stage(s) run, %d fetch failures; %d of %d cached partitions; %d failures"
+              + " counted%s%n",
+          mode,
+          run.exitCode(),
+          run.removedMillis(),
+          run.reason().replace('\n', ' '),
+          run.stagesRunAgain(),
+          run.fetchFailures(),
+          run.cachedPartitions(),
+          PARTITIONS,
+          run.executorsFailed(),
+          run == nativeRun ? "; its Service deleted after its pod" : "");
+      // Exit 0: the executor left by itself once its blocks were migrated (Spark's "Finished
+      // decommissioning"), within the grace period, not SIGTERMed (143) or SIGKILLed (137).
+      assertEquals(
+          0,
+          run.exitCode(),
+          mode + ": the executor finished decommissioning; its log:\n" + run.decommissionLog());
+      assertEquals(1, run.stagesRunAgain(), mode + ": the map stage is not run again");
+      assertEquals(0, run.fetchFailures(), mode + ": no fetch failed");
+      assertEquals(PARTITIONS, run.cachedPartitions(), mode + ": cached blocks migrated");
+      assertEquals(0, run.executorsFailed(), mode + ": a decommissioned executor is no failure");
+    }
+    assertEquals(kind(legacyRun.reason()), kind(nativeRun.reason()), "Spark's reason");
+    assertTrue(nativeRun.serviceDeleted(), "the Service follows the cleanup rule");
+  }
+}

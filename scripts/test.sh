@@ -15,6 +15,9 @@ LOCALPLANE_BIN=$(scripts/localplane-build.sh)
 export LOCALPLANE_BIN
 echo "$LOCALPLANE_BIN"
 
+phase "node agent unit tests (go test: what the sealed cluster cannot show in minutes)"
+(cd tests/localnode/agent && go test ./...)
+
 phase "native library (cargo build --release)"
 cargo build --release --locked
 

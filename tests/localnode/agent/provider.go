@@ -369,7 +369,7 @@ func (p *provider) runPod(ps *podState) {
 		return
 	}
 
-	env, vols, err := p.setupInfra(ps)
+	env, vols, tokens, err := p.setupInfra(ps)
 	if err != nil {
 		if errors.Is(err, errDeleting) {
 			return
@@ -377,6 +377,10 @@ func (p *provider) runPod(ps *podState) {
 		p.failSetup(ps, "CreateContainerConfigError", err)
 		return
 	}
+	// Service-account tokens are renewed while the pod's containers run (tokens.go).
+	renewing, stopRenewing := context.WithCancel(ps.ctx)
+	defer stopRenewing()
+	go renewTokens(renewing, ps.key, tokens, clientTokenRequester(p.client))
 	// The pod's processes are gone once runPod returns: free IP, veth, netns and cgroups
 	// right away (a kubelet tears the sandbox down too); state and logs stay until deletion.
 	defer func() {
@@ -483,25 +487,26 @@ func (p *provider) failSetup(ps *podState, reason string, err error) {
 	}
 }
 
-// setupInfra makes the pod's network, cgroups, hosts/resolv.conf and volumes. Everything
-// made is registered in ps.infra (network, cgroups) or lives in ps.dir.
-func (p *provider) setupInfra(ps *podState) (*envResolver, map[string]volumeSource, error) {
+// setupInfra makes the pod's network, cgroups, hosts/resolv.conf and volumes, and returns
+// the service-account tokens written, to be renewed. Everything made is registered in
+// ps.infra (network, cgroups) or lives in ps.dir.
+func (p *provider) setupInfra(ps *podState) (*envResolver, map[string]volumeSource, []*projectedToken, error) {
 	pod := ps.pod
 	for _, d := range []string{ps.dir, filepath.Join(ps.dir, "logs"), filepath.Join(ps.dir, "containers")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, nil, fmt.Errorf("mkdir %s: %w", d, err)
+			return nil, nil, nil, fmt.Errorf("mkdir %s: %w", d, err)
 		}
 	}
 	pn, undoNet, err := p.net.setup()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ps.infra.push(undoNet)
 
 	memLimit, milliCPU := podResources(pod)
 	cg, undoCg, err := createPodCgroup(p.cfg.Prefix, string(pod.UID), memLimit, milliCPU)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ps.infra.push(undoCg)
 	ps.mu.Lock()
@@ -509,7 +514,7 @@ func (p *provider) setupInfra(ps *podState) (*envResolver, map[string]volumeSour
 	ps.mu.Unlock()
 
 	if err := writeEtcFiles(ps.dir, pod, pn.IP.String(), p.cfg); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	env := &envResolver{client: p.client, services: p.services, allocatable: p.allocatable, podIP: pn.IP.String(), hostIP: p.cfg.NodeIP}
 
@@ -525,13 +530,13 @@ func (p *provider) setupInfra(ps *podState) (*envResolver, map[string]volumeSour
 	for {
 		vols, err := vb.prepare(ps.ctx, pod)
 		if err == nil {
-			return env, vols, nil
+			return env, vols, vb.tokens, nil
 		}
 		if ps.ctx.Err() != nil {
-			return nil, nil, errDeleting
+			return nil, nil, nil, errDeleting
 		}
 		if time.Now().After(deadline) {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		log.Printf("pod %s: volumes not ready, retrying: %v", ps.key, err)
 		time.Sleep(time.Second)

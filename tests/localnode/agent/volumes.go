@@ -2,7 +2,8 @@
 // (STATE/pods/<uid>/volumes/<name>) that pod-init bind-mounts into each container:
 // emptyDir, configMap, secret, downwardAPI, projected (serviceAccountToken via the
 // TokenRequest API, configMap, secret, downwardAPI) and hostPath. Contents are written
-// once at pod start; they are not refreshed (tokens are not rotated).
+// once at pod start; only service-account tokens are renewed after that (tokens.go), as
+// the kubelet renews them; configMaps and secrets are not refreshed.
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	authv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
@@ -19,14 +21,18 @@ import (
 )
 
 type volumeBuilder struct {
-	client kubernetes.Interface
-	env    *envResolver // for downward API items
-	dir    string       // STATE/pods/<uid>/volumes
+	client       kubernetes.Interface
+	requestToken tokenRequester // the TokenRequest API (tests stub it)
+	env          *envResolver   // for downward API items
+	dir          string         // STATE/pods/<uid>/volumes
+	// tokens are the service-account tokens the last prepare wrote, to be renewed.
+	tokens []*projectedToken
 }
 
 // prepare writes every volume of the pod and returns volume name -> host source path.
 func (b *volumeBuilder) prepare(ctx context.Context, pod *v1.Pod) (map[string]volumeSource, error) {
 	out := map[string]volumeSource{}
+	b.tokens = nil // a retried prepare writes every token again
 	for _, vol := range pod.Spec.Volumes {
 		src, err := b.prepareOne(ctx, pod, vol)
 		if err != nil {
@@ -144,24 +150,33 @@ func (b *volumeBuilder) projected(ctx context.Context, pod *v1.Pod, dir string, 
 	return nil
 }
 
-// token asks the TokenRequest API for a token bound to the pod.
+// token asks the TokenRequest API for a token bound to the pod, writes it, and keeps it
+// in b.tokens for renewal.
 func (b *volumeBuilder) token(ctx context.Context, pod *v1.Pod, dir string, t *v1.ServiceAccountTokenProjection, mode *int32) error {
 	sa := pod.Spec.ServiceAccountName
 	if sa == "" {
 		sa = "default"
 	}
-	req := &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{
+	spec := authv1.TokenRequestSpec{
 		ExpirationSeconds: t.ExpirationSeconds,
 		BoundObjectRef:    &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
-	}}
+	}
 	if t.Audience != "" {
-		req.Spec.Audiences = []string{t.Audience}
+		spec.Audiences = []string{t.Audience}
 	}
-	tr, err := b.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("TokenRequest for serviceaccount %s/%s: %w", pod.Namespace, sa, err)
+	request := b.requestToken
+	if request == nil {
+		request = clientTokenRequester(b.client)
 	}
-	return writeVolumeFile(dir, t.Path, []byte(tr.Status.Token), fileMode(nil, mode))
+	tok := &projectedToken{
+		namespace: pod.Namespace, serviceAccount: sa, spec: spec,
+		dir: dir, path: t.Path, mode: fileMode(nil, mode),
+	}
+	if err := tok.renew(ctx, request, time.Now); err != nil {
+		return err
+	}
+	b.tokens = append(b.tokens, tok)
+	return nil
 }
 
 // writeKeys writes all keys, or only `items` (key -> path, with per-item mode) when given.

@@ -13,7 +13,15 @@
 #             SPARK_EXECUTOR_POD_NAME, SPARK_EXECUTOR_MEMORY, and the JVM
 #             options as SPARK_JAVA_OPT_0..N, in that order
 #   driver    spark-submit in client mode inside the pod (cluster mode), bound
-#             to SPARK_DRIVER_BIND_ADDRESS, with the arguments Spark gives it
+#             to SPARK_DRIVER_BIND_ADDRESS (the pod IP), with the arguments Spark
+#             gives it: --properties-file <conf dir>/spark.properties --class
+#             <main> <primary resource> <app args>. What Spark's bin/spark-submit
+#             (its launcher) reads from that file before the JVM starts is
+#             applied here: spark.driver.memory (-Xmx, 1g by default),
+#             spark.driver.{default,extra}JavaOptions (split at whitespace, no
+#             quoting), spark.driver.{extra,defaultExtra}ClassPath (ahead of
+#             Spark's jars) and spark.driver.extraLibraryPath (LD_LIBRARY_PATH),
+#             plus the launcher's own JVM options for Java 17 (JavaModuleOptions)
 # Java is exec'd, so that the pod's process is the JVM and its exit code and
 # signals are the container's own.
 set -euo pipefail
@@ -30,6 +38,21 @@ java_opts=()
 while IFS= read -r name; do
   java_opts+=("${!name}")
 done < <(compgen -e | grep '^SPARK_JAVA_OPT_[0-9]*$' | sort -t_ -k4 -n)
+
+# The value of key $2 in the Java properties file $1 (as Spark writes its
+# spark.properties: Properties.store, one key=value a line), empty if absent.
+# Unescapes \X to X (Spark's values escape ':', '=', '#', '!'); \t, \n and
+# \uXXXX, which Spark's keys and paths do not use, are not decoded.
+driver_property() {
+  local file=$1 key=$2 line
+  [[ -n "$file" && -r "$file" ]] || return 0
+  while IFS= read -r line || [[ -n "$line" ]]; do
+    if [[ "$line" == "$key="* ]]; then
+      sed 's/\\\(.\)/\1/g' <<<"${line#"$key="}"
+      return 0
+    fi
+  done <"$file"
+}
 
 role=${1:-}
 shift || true
@@ -51,9 +74,45 @@ case "$role" in
     ;;
   driver)
     : "${SPARK_DRIVER_BIND_ADDRESS:?Spark sets SPARK_DRIVER_BIND_ADDRESS on the driver pod}"
-    exec "$java" "${java_opts[@]}" ${SPARK_DRIVER_MEMORY:+-Xmx"$SPARK_DRIVER_MEMORY"} \
+    properties_file=""
+    for ((i = 1; i < $#; i++)); do
+      if [[ "${!i}" == --properties-file ]]; then
+        next=$((i + 1))
+        properties_file=${!next}
+      fi
+    done
+    memory=$(driver_property "$properties_file" spark.driver.memory)
+    extra_classpath=$(driver_property "$properties_file" spark.driver.extraClassPath)
+    default_classpath=$(driver_property "$properties_file" spark.driver.defaultExtraClassPath)
+    library_path=$(driver_property "$properties_file" spark.driver.extraLibraryPath)
+    read -ra default_options <<<"$(driver_property "$properties_file" spark.driver.defaultJavaOptions)"
+    read -ra extra_options <<<"$(driver_property "$properties_file" spark.driver.extraJavaOptions)"
+    # The launcher puts the extra classpath ahead of the conf dir and Spark's jars.
+    for entry in "$default_classpath" "$extra_classpath"; do
+      if [[ -n "$entry" ]]; then classpath="$entry:$classpath"; fi
+    done
+    if [[ -n "$library_path" ]]; then
+      export LD_LIBRARY_PATH="$library_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    fi
+    # Spark's launcher (JavaModuleOptions, Spark 4.2) adds these to every driver JVM on Java 17+.
+    module_options=(-XX:+IgnoreUnrecognizedVMOptions --add-modules=jdk.incubator.vector
+      --add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.lang.invoke=ALL-UNNAMED
+      --add-opens=java.base/java.lang.reflect=ALL-UNNAMED --add-opens=java.base/java.io=ALL-UNNAMED
+      --add-opens=java.base/java.net=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED
+      --add-opens=java.base/java.util=ALL-UNNAMED --add-opens=java.base/java.util.concurrent=ALL-UNNAMED
+      --add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED
+      --add-opens=java.base/jdk.internal.ref=ALL-UNNAMED --add-opens=java.base/sun.nio.ch=ALL-UNNAMED
+      --add-opens=java.base/sun.nio.cs=ALL-UNNAMED --add-opens=java.base/sun.security.action=ALL-UNNAMED
+      --add-opens=java.base/sun.util.calendar=ALL-UNNAMED
+      --add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED
+      -Dio.netty.tryReflectionSetAccessible=true -Dio.netty.allocator.type=pooled
+      -Dio.netty.handler.ssl.defaultEndpointVerificationAlgorithm=NONE
+      --sun-misc-unsafe-memory-access=allow --enable-native-access=ALL-UNNAMED)
+    exec "$java" -Xmx"${memory:-${SPARK_DRIVER_MEMORY:-1g}}" "${module_options[@]}" \
+      "${default_options[@]}" "${extra_options[@]}" "${java_opts[@]}" \
       -cp "$classpath" org.apache.spark.deploy.SparkSubmit \
-      --deploy-mode client --conf "spark.driver.bindAddress=$SPARK_DRIVER_BIND_ADDRESS" "$@"
+      --deploy-mode client --conf "spark.driver.bindAddress=$SPARK_DRIVER_BIND_ADDRESS" \
+      --conf "spark.executorEnv.SPARK_DRIVER_POD_IP=$SPARK_DRIVER_BIND_ADDRESS" "$@"
     ;;
   *)
     echo "spark-entrypoint: unknown role '$role' (expected executor or driver); arguments: $*" >&2

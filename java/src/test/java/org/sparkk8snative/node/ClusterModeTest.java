@@ -1,0 +1,594 @@
+package org.sparkk8snative.node;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.OwnerReference;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.ServiceAccountBuilder;
+import io.fabric8.kubernetes.api.model.Volume;
+import io.fabric8.kubernetes.api.model.VolumeMount;
+import io.fabric8.kubernetes.api.model.rbac.PolicyRuleBuilder;
+import io.fabric8.kubernetes.api.model.rbac.RoleBindingBuilder;
+import io.fabric8.kubernetes.api.model.rbac.RoleBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import java.io.File;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.jar.JarEntry;
+import java.util.jar.JarOutputStream;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.sparkk8snative.NativeLibrary;
+import org.sparkk8snative.TestPlane;
+import org.sparkk8snative.spark.NativeExecutorPodsAllocator;
+
+/**
+ * Spark in cluster mode on the real node: {@code spark-submit --deploy-mode cluster} (a child JVM,
+ * as a user runs it) creates the driver pod, the node runs it from Spark's image
+ * (tests/localnode/images/spark-entrypoint.sh, role {@code driver}), and the driver, with the
+ * native allocator and informer and executor Services, runs {@link ClusterModeJob} on executor pods
+ * as its own service account, with the token the node agent mounted through the TokenRequest API.
+ * Then: deleting a driver pod that can no longer clean up after itself leaves it to the garbage
+ * collector to remove its executor pods and Services, through their owner references.
+ */
+@Tag("node")
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class ClusterModeTest {
+  private static final long ROWS = 2_000_000;
+  private static final int KEYS = 100;
+  private static final int EXECUTORS = 2;
+  private static final int BLOCK_MANAGER_PORT = 7079;
+
+  /** Driver JVM, two executor JVMs and the job, on 2 cores shared with other tests. */
+  private static final Duration DRIVER_TIMEOUT = Duration.ofSeconds(240);
+
+  private static final String SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
+  private static final String NATIVE_INFORMER_LINE =
+      "are tracked by the native informer and lister";
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final ProcessNode node = ProcessNode.get();
+  private final TestPlane plane = node.plane();
+  private final KubernetesClient kube = plane.admin();
+  private final String ns = plane.namespace();
+  private final String serviceAccount = TestPlane.uniqueAppId("cm-driver");
+  private final Path workDir = Paths.get("target", "cluster-mode").toAbsolutePath();
+  private final List<String> driverPods = new ArrayList<>();
+  private Path jobJar;
+
+  /**
+   * The driver's identity: a service account of its own with the role README.md gives drivers
+   * (pods, Services, ConfigMaps, PVCs), and the jar of {@link ClusterModeJob}, the app's primary
+   * resource ({@code local://}: the node's pods see this machine's files, as an image's would be).
+   */
+  @BeforeAll
+  void createTheDriversServiceAccountAndTheJobJar() throws IOException {
+    kube.serviceAccounts()
+        .inNamespace(ns)
+        .resource(
+            new ServiceAccountBuilder()
+                .withNewMetadata()
+                .withName(serviceAccount)
+                .endMetadata()
+                .build())
+        .create();
+    kube.rbac()
+        .roles()
+        .inNamespace(ns)
+        .resource(
+            new RoleBuilder()
+                .withNewMetadata()
+                .withName(serviceAccount)
+                .endMetadata()
+                .withRules(
+                    new PolicyRuleBuilder()
+                        .withApiGroups("")
+                        .withResources("pods")
+                        .withVerbs(
+                            "get", "list", "watch", "create", "delete", "deletecollection", "patch")
+                        .build(),
+                    new PolicyRuleBuilder()
+                        .withApiGroups("")
+                        .withResources("services")
+                        .withVerbs(
+                            "get",
+                            "list",
+                            "watch",
+                            "create",
+                            "delete",
+                            "deletecollection",
+                            "patch",
+                            "update")
+                        .build(),
+                    new PolicyRuleBuilder()
+                        .withApiGroups("")
+                        .withResources("configmaps", "persistentvolumeclaims")
+                        .withVerbs("get", "list", "create", "delete", "deletecollection")
+                        .build())
+                .build())
+        .create();
+    kube.rbac()
+        .roleBindings()
+        .inNamespace(ns)
+        .resource(
+            new RoleBindingBuilder()
+                .withNewMetadata()
+                .withName(serviceAccount)
+                .endMetadata()
+                .withNewRoleRef("rbac.authorization.k8s.io", "Role", serviceAccount)
+                .addNewSubject()
+                .withKind("ServiceAccount")
+                .withName(serviceAccount)
+                .withNamespace(ns)
+                .endSubject()
+                .build())
+        .create();
+
+    Files.createDirectories(workDir);
+    jobJar = workDir.resolve("cluster-mode-job.jar");
+    Path classes = codeSource(ClusterModeJob.class);
+    Path packageDir = classes.resolve(ClusterModeJob.class.getPackageName().replace('.', '/'));
+    try (OutputStream out = Files.newOutputStream(jobJar);
+        JarOutputStream jar = new JarOutputStream(out);
+        Stream<Path> files = Files.list(packageDir)) {
+      for (Path file :
+          files.filter(f -> f.getFileName().toString().startsWith("ClusterModeJob")).toList()) {
+        jar.putNextEntry(new JarEntry(classes.relativize(file).toString()));
+        jar.write(Files.readAllBytes(file));
+        jar.closeEntry();
+      }
+    }
+  }
+
+  @AfterAll
+  void deleteTheDriversAndTheServiceAccount() {
+    for (String pod : driverPods) {
+      plane.deletePod(pod);
+    }
+    kube.rbac().roleBindings().inNamespace(ns).withName(serviceAccount).delete();
+    kube.rbac().roles().inNamespace(ns).withName(serviceAccount).delete();
+    kube.serviceAccounts().inNamespace(ns).withName(serviceAccount).delete();
+  }
+
+  private static Path codeSource(Class<?> type) {
+    try {
+      return Paths.get(type.getProtectionDomain().getCodeSource().getLocation().toURI());
+    } catch (URISyntaxException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * A driver pod that spark-submit created: when spark-submit returned (this JVM's clock), and how
+   * long it ran.
+   */
+  private record Submitted(String driverPod, long submittedNanos, long submitMillis) {}
+
+  /**
+   * Runs {@code spark-submit --deploy-mode cluster} in a child JVM on Spark's jars, without waiting
+   * for the app (the test watches the driver pod). The driver gets this build's classes on its
+   * classpath (target/classes: the code under test, where a user would put the jar) and the native
+   * library this JVM loaded, by the system property the native layer reads first.
+   */
+  private Submitted submit(String tag, boolean hold) throws Exception {
+    String driverPod = TestPlane.uniqueAppId("cm-" + tag) + "-driver";
+    driverPods.add(driverPod);
+    Map<String, String> conf = new LinkedHashMap<>();
+    conf.put("spark.kubernetes.namespace", ns);
+    conf.put(
+        "spark.kubernetes.authenticate.submission.caCertFile", plane.var("LOCALPLANE_CA_FILE"));
+    conf.put(
+        "spark.kubernetes.authenticate.submission.oauthTokenFile",
+        plane.var("LOCALPLANE_ADMIN_TOKEN_FILE"));
+    conf.put("spark.kubernetes.authenticate.driver.serviceAccountName", serviceAccount);
+    conf.put("spark.kubernetes.driver.pod.name", driverPod);
+    conf.put("spark.kubernetes.container.image", ProcessNode.SPARK_IMAGE);
+    conf.put("spark.kubernetes.container.image.pullPolicy", "Never");
+    conf.put("spark.kubernetes.submission.waitAppCompletion", "false");
+    conf.put("spark.driver.memory", "512m");
+    conf.put("spark.driver.cores", "1");
+    // Two cores run the whole cluster: ask the scheduler for a fraction of one.
+    conf.put("spark.kubernetes.driver.request.cores", "250m");
+    conf.put("spark.executor.instances", String.valueOf(EXECUTORS));
+    conf.put("spark.executor.memory", "512m");
+    conf.put("spark.executor.cores", "1");
+    conf.put("spark.kubernetes.executor.request.cores", "250m");
+    conf.put("spark.driver.extraClassPath", codeSource(NativeLibrary.class).toString());
+    conf.put(
+        "spark.driver.extraJavaOptions",
+        "-D" + NativeLibrary.PATH_PROPERTY + "=" + nativeLibrary());
+    conf.put(
+        "spark.kubernetes.allocation.pods.allocator", NativeExecutorPodsAllocator.class.getName());
+    conf.put("spark.kubernetes.executor.enableInformer", "true");
+    conf.put("spark.kubernetes.executor.enableService", "true");
+    conf.put("spark.blockManager.port", String.valueOf(BLOCK_MANAGER_PORT));
+    conf.put("spark.ui.enabled", "false");
+    conf.put("spark.sql.shuffle.partitions", "8");
+    conf.put("spark.sql.adaptive.enabled", "false");
+
+    List<String> command =
+        new ArrayList<>(
+            List.of(
+                Paths.get(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx384m",
+                "@" + Paths.get("jvm.options").toAbsolutePath(),
+                "-cp",
+                Files.readString(Paths.get("target", "spark-node.classpath")).trim(),
+                "org.apache.spark.deploy.SparkSubmit",
+                "--master",
+                "k8s://" + plane.apiserverUrl(),
+                "--deploy-mode",
+                "cluster",
+                "--name",
+                "cluster-mode-" + tag,
+                "--class",
+                ClusterModeJob.class.getName()));
+    conf.forEach((key, value) -> command.addAll(List.of("--conf", key + "=" + value)));
+    command.addAll(
+        List.of(
+            "local://" + jobJar,
+            String.valueOf(ROWS),
+            String.valueOf(KEYS),
+            hold ? "hold" : "exit"));
+    Path log = workDir.resolve(driverPod + "-submit.log");
+    long began = System.nanoTime();
+    Process submit =
+        new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    boolean exited = submit.waitFor(120, TimeUnit.SECONDS);
+    if (!exited) {
+      submit.destroyForcibly();
+    }
+    long submitMillis = (System.nanoTime() - began) / 1_000_000;
+    assertTrue(
+        exited && submit.exitValue() == 0,
+        "spark-submit failed; " + log + ":\n" + tail(Files.readString(log), 40));
+    return new Submitted(driverPod, System.nanoTime(), submitMillis);
+  }
+
+  /** The native library this JVM loads: the one on java.library.path (-Dnative.lib.dir). */
+  private static Path nativeLibrary() {
+    String file = System.mapLibraryName("spark_k8s_native");
+    for (String dir : System.getProperty("java.library.path").split(File.pathSeparator)) {
+      if (Files.isRegularFile(Paths.get(dir, file))) {
+        return Paths.get(dir, file).toAbsolutePath();
+      }
+    }
+    throw new IllegalStateException(file + " is on no directory of java.library.path");
+  }
+
+  private Pod pod(String name) {
+    return kube.pods().inNamespace(ns).withName(name).get();
+  }
+
+  private String log(String podName) {
+    String log = kube.pods().inNamespace(ns).withName(podName).getLog();
+    return log == null ? "" : log;
+  }
+
+  private static String tail(String text, int lines) {
+    List<String> all = text.lines().toList();
+    return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
+  }
+
+  private static long millisSince(long nanos) {
+    return (System.nanoTime() - nanos) / 1_000_000;
+  }
+
+  /** The job's {@code cluster-mode-job: key=value ...} lines, merged (a later value wins). */
+  private static Map<String, String> jobFacts(String log) {
+    Map<String, String> facts = new HashMap<>();
+    log.lines()
+        .filter(line -> line.startsWith(ClusterModeJob.PREFIX))
+        .forEach(
+            line -> {
+              for (String pair : line.substring(ClusterModeJob.PREFIX.length()).split(" ")) {
+                int eq = pair.indexOf('=');
+                facts.put(
+                    eq < 0 ? pair : pair.substring(0, eq), eq < 0 ? "" : pair.substring(eq + 1));
+              }
+            });
+    return facts;
+  }
+
+  /** When the driver pod first ran, after its submission; fails if it ends first. */
+  private long awaitRunning(Submitted run) {
+    TestPlane.eventually(
+        "driver pod " + run.driverPod() + " to run",
+        DRIVER_TIMEOUT,
+        () -> {
+          Pod pod = pod(run.driverPod());
+          String phase = pod == null ? "" : pod.getStatus().getPhase();
+          assertFalse(
+              "Failed".equals(phase),
+              "the driver pod failed to start: " + tail(log(run.driverPod()), 40));
+          return "Running".equals(phase) || "Succeeded".equals(phase);
+        });
+    return millisSince(run.submittedNanos());
+  }
+
+  /** What the driver pod's spec says about its identity: its service account and token volume. */
+  private void assertTheDriverRunsAsItsServiceAccountWithAProjectedToken(Pod driver) {
+    assertEquals(serviceAccount, driver.getSpec().getServiceAccountName());
+    VolumeMount mount =
+        driver.getSpec().getContainers().get(0).getVolumeMounts().stream()
+            .filter(m -> m.getMountPath().equals(SERVICE_ACCOUNT_DIR))
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("no volume at " + SERVICE_ACCOUNT_DIR));
+    Volume volume =
+        driver.getSpec().getVolumes().stream()
+            .filter(v -> v.getName().equals(mount.getName()))
+            .findFirst()
+            .orElseThrow();
+    assertTrue(
+        volume.getProjected() != null
+            && volume.getProjected().getSources().stream()
+                .anyMatch(source -> source.getServiceAccountToken() != null),
+        "a projected service-account token (admission's kube-api-access volume): " + volume);
+  }
+
+  /** The apiserver's audit events (LOCALPLANE_AUDIT_LOG), completed requests only. */
+  private List<JsonNode> auditEvents() {
+    try (Stream<String> lines = Files.lines(Paths.get(plane.var("LOCALPLANE_AUDIT_LOG")))) {
+      return lines
+          .map(
+              line -> {
+                try {
+                  return JSON.readTree(line);
+                } catch (IOException e) {
+                  return JSON.createObjectNode();
+                }
+              })
+          .filter(e -> "ResponseComplete".equals(e.path("stage").asText()))
+          .toList();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private String serviceAccountUser() {
+    return "system:serviceaccount:" + ns + ":" + serviceAccount;
+  }
+
+  /** The pod a request's token is bound to (the apiserver records it for projected tokens). */
+  private static String boundPod(JsonNode event) {
+    return event
+        .path("user")
+        .path("extra")
+        .path("authentication.kubernetes.io/pod-name")
+        .path(0)
+        .asText();
+  }
+
+  @Test
+  void aClusterModeDriverPodRunsTheJobAsItsServiceAccountWithTheNativeInformer() throws Exception {
+    Submitted run = submit("run", false);
+    long runningMillis = awaitRunning(run);
+    Pod ended = node.awaitEnded(run.driverPod(), DRIVER_TIMEOUT);
+    long endedMillis = millisSince(run.submittedNanos());
+    String log = log(run.driverPod());
+    assertEquals("Succeeded", ended.getStatus().getPhase(), tail(log, 60));
+
+    Map<String, String> facts = jobFacts(log);
+    assertEquals("right", facts.get("answer"), tail(log, 60));
+    assertEquals(String.valueOf(KEYS), facts.get("keys"));
+    assertEquals(String.valueOf(ROWS / KEYS), facts.get("rows-per-key"));
+    assertEquals("0", facts.get("wrong-keys"));
+    assertEquals(String.valueOf(EXECUTORS), facts.get("executors-registered"));
+    // The image's entrypoint applies spark.driver.memory (512m) as Spark's launcher does: the
+    // JVM reports a little less than -Xmx (one survivor space).
+    long maxHeapMb = Long.parseLong(facts.get("max-heap-mb"));
+    assertTrue(maxHeapMb > 400 && maxHeapMb <= 512, "the driver's heap: " + maxHeapMb + " MiB");
+    assertTrue(log.contains(NATIVE_INFORMER_LINE), "the driver says the native informer is in use");
+    assertEquals("1", facts.get("informer-synced"), "the native informer synced in the driver");
+    assertEquals(
+        String.valueOf(EXECUTORS), facts.get("informer-cache-size"), "its executors, cached");
+
+    // The driver runs as its service account, with a token bound to its pod.
+    assertTheDriverRunsAsItsServiceAccountWithAProjectedToken(ended);
+    assertEquals(serviceAccountUser(), facts.get("token-subject"));
+    assertEquals(run.driverPod(), facts.get("token-pod"), "a token bound to the driver pod");
+    assertEquals("true", facts.get("ca-present"));
+    assertEquals(ns, facts.get("namespace"));
+    long tokenLifetime = Long.parseLong(facts.get("token-lifetime-s"));
+    assertTrue(tokenLifetime >= 600, "a TokenRequest token's lifetime: " + tokenLifetime);
+
+    String appId = facts.get("app-id");
+    assertEquals(appId, ended.getMetadata().getLabels().get("spark-app-selector"));
+    List<JsonNode> bySa =
+        auditEvents().stream()
+            .filter(e -> serviceAccountUser().equals(e.path("user").path("username").asText()))
+            .filter(e -> "pods".equals(e.path("objectRef").path("resource").asText()))
+            .filter(e -> e.path("requestURI").asText().contains(appId))
+            .toList();
+    long nativeWatches =
+        bySa.stream()
+            .filter(e -> "watch".equals(e.path("verb").asText()))
+            .filter(e -> e.path("userAgent").asText().startsWith("spark-k8s-native"))
+            .count();
+    long snapshotLists =
+        bySa.stream()
+            .filter(e -> "list".equals(e.path("verb").asText()))
+            .filter(
+                e ->
+                    e.path("userAgent").asText().startsWith("spark-k8s-native")
+                        || e.path("requestURI").asText().contains("spark-exec-inactive"))
+            .count();
+    long allLists = bySa.stream().filter(e -> "list".equals(e.path("verb").asText())).count();
+    Set<String> boundPods =
+        bySa.stream().map(ClusterModeTest::boundPod).collect(Collectors.toSet());
+    assertTrue(nativeWatches >= 1, "the native informer watched as the driver's service account");
+    assertEquals(0, snapshotLists, "no snapshot-source LIST of executor pods");
+    assertEquals(0, allLists, "no LIST of executor pods at all by the driver");
+    assertEquals(
+        Set.of(run.driverPod()), boundPods, "every request with the driver pod's own token");
+
+    // The app is over: Spark deleted its executor pods; what is left of it (its executor
+    // Services, its own Service and ConfigMaps) goes with the driver pod.
+    TestPlane.eventually(
+        "Spark to delete its executor pods on stop",
+        Duration.ofSeconds(60),
+        () -> plane.executorPods(appId).isEmpty());
+    int servicesLeft = executorServices(appId).size();
+    String driverUid = ended.getMetadata().getUid();
+    long deleted = System.nanoTime();
+    plane.deletePod(run.driverPod());
+    TestPlane.eventually(
+        "what the Succeeded driver pod owned to be garbage-collected",
+        Duration.ofSeconds(60),
+        () -> ownedBy(driverUid).isEmpty());
+    long collectedMillis = millisSince(deleted);
+
+    System.out.printf(
+        "cluster mode: spark-submit %d ms; driver pod Running %d ms after it, Succeeded after %d ms;"
+            + " %d executors registered %s ms after the driver's SparkSession began; groupBy of %d"
+            + " rows in %s ms; driver's service account: %d native WATCHes of executor pods, %d"
+            + " snapshot-source LISTs, %d LISTs in all; token lifetime %d s;"
+            + " after the app: %d executor Services left, garbage-collected %d ms after the"
+            + " driver pod was deleted%n",
+        run.submitMillis(),
+        runningMillis,
+        endedMillis,
+        EXECUTORS,
+        facts.get("after-ms"),
+        ROWS,
+        facts.get("job-ms"),
+        nativeWatches,
+        snapshotLists,
+        allLists,
+        tokenLifetime,
+        servicesLeft,
+        collectedMillis);
+  }
+
+  /** The app's executor Services (its driver's own headless Service is not one). */
+  private List<Service> executorServices(String appId) {
+    return kube.services()
+        .inNamespace(ns)
+        .withLabel("spark-app-selector", appId)
+        .withLabel("spark-role", "executor-service")
+        .list()
+        .getItems();
+  }
+
+  /** Everything in the namespace that names the pod as its owner (pods, Services, ConfigMaps). */
+  private List<HasMetadata> ownedBy(String uid) {
+    List<HasMetadata> owned = new ArrayList<>();
+    owned.addAll(kube.pods().inNamespace(ns).list().getItems());
+    owned.addAll(kube.services().inNamespace(ns).list().getItems());
+    owned.addAll(kube.configMaps().inNamespace(ns).list().getItems());
+    owned.removeIf(
+        o -> o.getMetadata().getOwnerReferences().stream().noneMatch(r -> uid.equals(r.getUid())));
+    return owned;
+  }
+
+  @Test
+  void deletingTheDriverPodGarbageCollectsItsExecutorPodsAndServices() throws Exception {
+    Submitted run = submit("gc", true);
+    awaitRunning(run);
+    TestPlane.eventually(
+        "the driver to hold once its executors registered",
+        DRIVER_TIMEOUT,
+        () -> {
+          Pod pod = pod(run.driverPod());
+          assertFalse(
+              pod == null || !"Running".equals(pod.getStatus().getPhase()),
+              "the driver pod ended: " + tail(log(run.driverPod()), 40));
+          return log(run.driverPod()).contains(ClusterModeJob.PREFIX + "holding");
+        });
+    Map<String, String> facts = jobFacts(log(run.driverPod()));
+    assertEquals(String.valueOf(EXECUTORS), facts.get("executors-registered"));
+    String appId = facts.get("app-id");
+    Pod driver = pod(run.driverPod());
+    String driverUid = driver.getMetadata().getUid();
+
+    List<Pod> executors = plane.executorPods(appId);
+    List<Service> services = executorServices(appId);
+    assertEquals(EXECUTORS, executors.size());
+    assertEquals(EXECUTORS, services.size(), "one Service per executor");
+    for (HasMetadata each : Stream.concat(executors.stream(), services.stream()).toList()) {
+      List<OwnerReference> owners = each.getMetadata().getOwnerReferences();
+      assertEquals(1, owners.size(), each.getMetadata().getName());
+      assertEquals("Pod", owners.get(0).getKind());
+      assertEquals(run.driverPod(), owners.get(0).getName());
+      assertEquals(driverUid, owners.get(0).getUid());
+    }
+    Set<String> dependents = new HashSet<>();
+    executors.forEach(p -> dependents.add("pods/" + p.getMetadata().getName()));
+    services.forEach(s -> dependents.add("services/" + s.getMetadata().getName()));
+
+    // A driver that can clean up after itself would delete its executors on SIGTERM: a frozen
+    // one cannot, so whatever goes now, the garbage collector removed.
+    node.signal(run.driverPod(), "STOP");
+    long deleted = System.nanoTime();
+    plane.deletePod(run.driverPod());
+    long[] goneMillis = {-1, -1};
+    TestPlane.eventually(
+        "the executor pods and Services to be garbage-collected",
+        Duration.ofSeconds(120),
+        () -> {
+          if (goneMillis[0] < 0 && plane.executorPods(appId).isEmpty()) {
+            goneMillis[0] = millisSince(deleted);
+          }
+          if (goneMillis[1] < 0 && executorServices(appId).isEmpty()) {
+            goneMillis[1] = millisSince(deleted);
+          }
+          return goneMillis[0] >= 0 && goneMillis[1] >= 0;
+        });
+    assertEquals(List.of(), ownedBy(driverUid), "nothing the driver pod owned is left");
+
+    Map<String, Set<String>> deleters = new HashMap<>();
+    for (JsonNode e : auditEvents()) {
+      String what =
+          e.path("objectRef").path("resource").asText()
+              + "/"
+              + e.path("objectRef").path("name").asText();
+      if ("delete".equals(e.path("verb").asText()) && dependents.contains(what)) {
+        deleters
+            .computeIfAbsent(what, k -> new HashSet<>())
+            .add(e.path("user").path("username").asText() + " " + e.path("userAgent").asText());
+      }
+    }
+    for (String dependent : dependents) {
+      Set<String> by = deleters.getOrDefault(dependent, Set.of());
+      assertTrue(
+          by.stream().anyMatch(d -> d.contains("garbage-collector")),
+          dependent + " deleted by the garbage collector: " + by);
+      assertTrue(
+          by.stream().noneMatch(d -> d.startsWith(serviceAccountUser() + " ")),
+          dependent + " not deleted by the (frozen) driver: " + by);
+    }
+    System.out.printf(
+        "cluster mode, driver pod deleted (frozen first): its %d executor pods gone %d ms later,"
+            + " its %d Services %d ms later, all deleted by the garbage collector (%s)%n",
+        executors.size(),
+        goneMillis[0],
+        services.size(),
+        goneMillis[1],
+        deleters.values().stream().flatMap(Set::stream).collect(Collectors.toSet()));
+  }
+}

@@ -1,5 +1,5 @@
 # The two commands a fresh machine needs: `make demo` and `make test`.
-.PHONY: demo test plane-up plane-down node-up node-down lint format bench bench-informer bump-kubernetes
+.PHONY: demo test plane-up plane-down node-up node-down lint format bench bench-node bench-informer bump-kubernetes
 
 demo:
 	scripts/demo.sh
@@ -34,6 +34,11 @@ format:
 # each in its own JVM (writes BENCHMARKS.md and docs/benchmark.png; ~15 min).
 bench:
 	scripts/bench.sh full
+
+# Spark on the real node, native sources against Spark's own, 5 rounds
+# (writes BENCHMARKS.md's "real node" section; ~10 min).
+bench-node:
+	scripts/bench-node.sh full
 
 # Informer figures next to a raw LIST and a raw watch (writes BENCHMARKS.md).
 bench-informer:

@@ -221,6 +221,19 @@ spark_java() {
     -cp "$@"
 }
 
+# Runs the real-node benchmark (RealNodeBenchmark: native against Spark's own
+# sources, executors as processes) in the sealed cluster in $2 (binaries in
+# $1), on the classes Maven built and the classpath start_sealed_cluster
+# resolved; $3 is full or quick, $4 the markdown file whose "node" section it
+# writes.
+run_node_benchmark() {
+  local bin=$1 dir=$2 mode=$3 markdown=$4
+  local java_runner=("$bin/localplane" exec --dir "$dir" --)
+  spark_java "$dir/plane.env" \
+    "$root/java/target/test-classes:$root/java/target/classes:$(cat "$root/java/target/spark-node.classpath")" \
+    org.sparkk8snative.node.RealNodeBenchmark "$mode" "$markdown"
+}
+
 # Proves two claims of the sealed cluster that no JVM test can: two runs
 # coexist, and a run that crashed (every process of it SIGKILLed, so nothing
 # of it could clean up) is removed by the next run to start. Directories

@@ -25,8 +25,6 @@ final class BenchmarkReport {
           "fabric8 informer + lister",
           "native",
           "native (this project)");
-  private static final String START = "<!-- jvm:start -->";
-  private static final String END = "<!-- jvm:end -->";
 
   final BenchmarkPlan plan;
   final Map<String, Map<String, String>> figures;
@@ -133,22 +131,7 @@ final class BenchmarkReport {
   }
 
   void writeMarkdown(Path file) throws IOException {
-    String section = START + "\n" + section() + END + "\n";
-    String text = Files.exists(file) ? Files.readString(file) : "# Benchmarks\n\n";
-    int start = text.indexOf(START);
-    int end = text.indexOf(END);
-    if (start >= 0 && end > start) {
-      text = text.substring(0, start) + section + text.substring(end + END.length() + 1);
-    } else {
-      // First section after the title and its paragraph.
-      int at = text.indexOf("\n<!--");
-      text =
-          at < 0
-              ? text + "\n" + section
-              : text.substring(0, at + 1) + section + text.substring(at + 1);
-    }
-    Files.createDirectories(file.toAbsolutePath().getParent());
-    Files.writeString(file, text);
+    MarkdownSections.write(file, "jvm", section());
   }
 
   private String section() {

@@ -38,7 +38,7 @@ start_plane "$LOCALPLANE_BIN" "$jvm_plane"
   -Dtest.jvm.options="-Xcheck:jni")
 stop_plane_now "$LOCALPLANE_BIN" "$jvm_plane"
 
-phase "real node: sealed cluster, node smoke tests, real Spark jobs (JVM tests tagged node)"
+phase "real node: sealed cluster, node smoke tests, real Spark jobs (JVM tests tagged node), node benchmark quick"
 # Maven runs inside the node's namespace, offline (nothing leaves it; the
 # verify run above resolved every plugin and dependency).
 node_plane="$root/target/localplane-node-tests"
@@ -49,6 +49,9 @@ echo "sealed run $(plane_var "$node_plane" LOCALPLANE_RUN_PREFIX): apiserver $(p
   -Dnative.lib.dir="$root/target/release" \
   -Dtest.plane.env="$node_plane/plane.env" \
   -Dtest.jvm.options="-Xcheck:jni")
+# The real-node benchmark in quick mode, on the same cluster: proves the
+# harness runs end to end (both modes, the report); asserts nothing about speed.
+run_node_benchmark "$LOCALPLANE_BIN" "$node_plane" quick "$root/target/bench-node-quick/BENCHMARKS.md"
 stop_sealed_cluster_and_check "$LOCALPLANE_BIN" "$node_plane"
 
 phase "sealed cluster: two runs side by side, and what a crashed run leaves is cleaned"

@@ -1,0 +1,247 @@
+package org.sparkk8snative.node;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.spark.FetchFailed;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+import org.apache.spark.TaskFailedReason;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.scheduler.SparkListenerTaskStart;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.sparkk8snative.TestPlane;
+
+/**
+ * SPARK-52505's headline number: a stage whose reducers fetch from an executor that is gone, once
+ * with executor Services (native sources) and once as Spark is today (its own sources, executors
+ * known by pod IP), on a network that drops traffic to a gone pod's IP as a routed multi-node
+ * network does. The victim is frozen (SIGSTOP) before the reduce stage, so that the reducers on its
+ * peer are surely fetching from it, then killed: the peer's fetch fails, and its retries go to the
+ * gone executor's address. Through its Service each retry is refused at once; to its old pod IP
+ * each waits out {@code spark.shuffle.io.connectionTimeout}. Reported: the job's time and the time
+ * from the kill to the fetch failure that makes Spark recompute the lost map output.
+ *
+ * <p>Quick by default (1 retry, a 20 s connect timeout); {@code -Dfetch.sparkDefaults=true} runs
+ * Spark's defaults (3 retries, 120 s), about 6 minutes for the legacy case.
+ */
+@Tag("node")
+class FetchFromAGoneExecutorTest {
+  private static final boolean SPARK_DEFAULTS = Boolean.getBoolean("fetch.sparkDefaults");
+  private static final int RETRIES = SPARK_DEFAULTS ? 3 : 1;
+  private static final int CONNECT_TIMEOUT_SECONDS = SPARK_DEFAULTS ? 120 : 20;
+  private static final int RETRY_WAIT_SECONDS = 5; // Spark's default
+  private static final int MAP_TASKS = 4;
+  private static final long ROWS = 400_000;
+  private static final int KEYS = 100;
+
+  /** How long the peer's last map task sleeps: the victim is frozen meanwhile. */
+  private static final long LAST_MAP_TASK_MILLIS = 6_000;
+
+  /** How long the reducers fetch from the frozen victim before it is killed. */
+  private static final long FROZEN_MILLIS = 2_000;
+
+  private final ProcessNode node = ProcessNode.get();
+  private final TestPlane plane = node.plane();
+
+  /**
+   * The job's time; from the kill, the first fetch failure of any task (what makes Spark resubmit
+   * the map stage) and the end of the peer's reduce task that was fetching from the victim when it
+   * died (how long that task, and its core, waited), with how it ended; times in ms.
+   */
+  private record Outcome(
+      long jobMillis,
+      long killToFirstFetchFailedMillis,
+      long killToPeersTaskEndMillis,
+      String peersTaskEnd) {}
+
+  private SparkConf conf(String driverPod, boolean services) {
+    SparkConf conf =
+        node.sparkJobConf(
+                "gone-fetch-" + (services ? "services" : "pod-ips"),
+                2,
+                /* nativeSources= */ services)
+            .set("spark.shuffle.io.maxRetries", String.valueOf(RETRIES))
+            .set("spark.shuffle.io.retryWait", RETRY_WAIT_SECONDS + "s")
+            .set("spark.shuffle.io.connectionTimeout", CONNECT_TIMEOUT_SECONDS + "s")
+            .set("spark.kubernetes.driver.pod.name", driverPod);
+    if (services) {
+      conf.set("spark.kubernetes.executor.enableService", "true")
+          .set("spark.blockManager.port", "7079");
+    }
+    return conf;
+  }
+
+  private Outcome run(boolean services) throws Exception {
+    String driverPod = node.createDriverPod();
+    SparkSession spark = SparkSession.builder().config(conf(driverPod, services)).getOrCreate();
+    SparkContext sc = spark.sparkContext();
+    String appId = sc.applicationId();
+    // The map stage is stage 0 of the app's first job: the peer is whoever runs its last
+    // partition (which sleeps); the victim, the other executor, is frozen once it has run its
+    // share, so that the reducers begin while it is frozen.
+    AtomicReference<String> peer = new AtomicReference<>();
+    AtomicInteger mapTasksEnded = new AtomicInteger();
+    AtomicLong killedAt = new AtomicLong();
+    AtomicLong firstFetchFailedAt = new AtomicLong();
+    AtomicLong peersTask = new AtomicLong(-1);
+    AtomicLong peersTaskEndedAt = new AtomicLong();
+    AtomicReference<String> peersTaskEnd = new AtomicReference<>();
+    Map<String, String> victimPod = new ConcurrentHashMap<>();
+    CompletableFuture<Void> freezeThenKill = new CompletableFuture<>();
+    sc.addSparkListener(
+        new SparkListener() {
+          @Override
+          public void onTaskStart(SparkListenerTaskStart e) {
+            if (e.stageId() == 0 && e.taskInfo().index() == MAP_TASKS - 1) {
+              peer.compareAndSet(null, e.taskInfo().executorId());
+            }
+            if (e.stageId() == 1
+                && e.stageAttemptId() == 0
+                && e.taskInfo().executorId().equals(peer.get())) {
+              peersTask.compareAndSet(-1, e.taskInfo().taskId());
+            }
+          }
+
+          @Override
+          public void onTaskEnd(SparkListenerTaskEnd e) {
+            if (e.stageId() == 0 && mapTasksEnded.incrementAndGet() == MAP_TASKS - 1) {
+              CompletableFuture.runAsync(
+                  () -> {
+                    try {
+                      String victim = peer.get().equals("1") ? "2" : "1";
+                      String pod = podOf(appId, victim);
+                      victimPod.put("name", pod);
+                      node.signal(pod, "STOP");
+                      Thread.sleep(LAST_MAP_TASK_MILLIS + FROZEN_MILLIS);
+                      killedAt.set(System.nanoTime());
+                      node.signal(pod, "KILL");
+                      freezeThenKill.complete(null);
+                    } catch (Throwable t) {
+                      freezeThenKill.completeExceptionally(t);
+                    }
+                  });
+            }
+            if (e.reason() instanceof FetchFailed) {
+              firstFetchFailedAt.compareAndSet(0, System.nanoTime());
+            }
+            if (e.taskInfo().taskId() == peersTask.get()) {
+              peersTaskEnd.set(
+                  e.reason() instanceof FetchFailed
+                      ? "FetchFailed"
+                      : e.reason() instanceof TaskFailedReason failed
+                          ? failed.toErrorString().lines().findFirst().orElse("")
+                          : e.reason().toString());
+              peersTaskEndedAt.set(System.nanoTime());
+            }
+          }
+        });
+    node.dropTrafficToGonePods(true);
+    try {
+      TestPlane.eventually(
+          "2 executors to register",
+          Duration.ofSeconds(180),
+          () -> sc.getExecutorIds().size() == 2);
+      long began = System.nanoTime();
+      List<Row> counts =
+          spark
+              .range(0, ROWS, 1, MAP_TASKS)
+              .selectExpr(
+                  "id % " + KEYS + " AS k",
+                  // The last partition's first row sleeps: its task ends last, on the peer.
+                  "IF(id = "
+                      + (ROWS / MAP_TASKS) * (MAP_TASKS - 1)
+                      + ", java_method('java.lang.Thread', 'sleep', CAST("
+                      + LAST_MAP_TASK_MILLIS
+                      + " AS BIGINT)), NULL) AS slept")
+              .groupBy("k")
+              .agg(
+                  org.apache.spark.sql.functions.expr("count(*)"),
+                  org.apache.spark.sql.functions.expr("max(slept)"))
+              .collectAsList();
+      long jobMillis = (System.nanoTime() - began) / 1_000_000;
+      freezeThenKill.get(1, TimeUnit.MINUTES);
+      assertEquals(KEYS, counts.size(), "groups");
+      counts.forEach(row -> assertEquals(ROWS / KEYS, row.getLong(1), "rows of " + row.get(0)));
+      // Spark does not wait for the peer's task: the loss unregisters the victim's map output,
+      // the first task to miss it fails at once and the stage is resubmitted, so the job may end
+      // while the peer's task still waits on its fetch (holding its core), which the stage's end
+      // then kills.
+      TestPlane.eventually(
+          "the peer's reduce task to end",
+          Duration.ofSeconds(30),
+          () -> peersTaskEndedAt.get() != 0);
+      return new Outcome(
+          jobMillis,
+          (firstFetchFailedAt.get() - killedAt.get()) / 1_000_000,
+          (peersTaskEndedAt.get() - killedAt.get()) / 1_000_000,
+          peersTaskEnd.get());
+    } finally {
+      node.dropTrafficToGonePods(false);
+      spark.stop();
+      plane.deletePod(driverPod);
+    }
+  }
+
+  private String podOf(String appId, String execId) {
+    return plane.executorPods(appId).stream()
+        .filter(p -> execId.equals(p.getMetadata().getLabels().get("spark-exec-id")))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no pod of executor " + execId))
+        .getMetadata()
+        .getName();
+  }
+
+  @Test
+  void aFetchFromAGoneExecutorFailsAtOnceThroughItsServiceAndAfterTheConnectTimeoutWithout()
+      throws Exception {
+    Outcome withServices = run(true);
+    Outcome withPodIps = run(false);
+    System.out.printf(
+        "a reducer fetching from a gone executor (%d retr%s %d s apart, connect timeout %d s):"
+            + " with executor Services the peer's task ended %d ms after the kill (%s; first"
+            + " fetch failure %d ms), job %d ms; by pod IP (dropped, as on a routed network) %d ms"
+            + " (%s; first %d ms), job %d ms%n",
+        RETRIES,
+        RETRIES == 1 ? "y" : "ies",
+        RETRY_WAIT_SECONDS,
+        CONNECT_TIMEOUT_SECONDS,
+        withServices.killToPeersTaskEndMillis(),
+        withServices.peersTaskEnd(),
+        withServices.killToFirstFetchFailedMillis(),
+        withServices.jobMillis(),
+        withPodIps.killToPeersTaskEndMillis(),
+        withPodIps.peersTaskEnd(),
+        withPodIps.killToFirstFetchFailedMillis(),
+        withPodIps.jobMillis());
+    long retriesWait = RETRIES * RETRY_WAIT_SECONDS * 1000L;
+    long connectTimeouts = RETRIES * CONNECT_TIMEOUT_SECONDS * 1000L;
+    // Through the Service: the peer's fetch fails after the retries' waits and little else (each
+    // attempt is refused at once).
+    assertEquals("FetchFailed", withServices.peersTaskEnd(), "with Services");
+    assertTrue(
+        withServices.killToPeersTaskEndMillis() < retriesWait + 5_000,
+        "with Services, the peer's fetch fails within the retries' waits: "
+            + withServices.killToPeersTaskEndMillis());
+    // By pod IP: every retry waits out the connect timeout too, so the peer's task fails no
+    // sooner than that, unless the stage's end kills it first.
+    assertTrue(
+        !withPodIps.peersTaskEnd().equals("FetchFailed")
+            || withPodIps.killToPeersTaskEndMillis() >= retriesWait + connectTimeouts - 1_000,
+        "by pod IP, no fetch fails before its retries waited out the connect timeout: "
+            + withPodIps);
+  }
+}

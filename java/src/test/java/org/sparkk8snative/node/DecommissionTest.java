@@ -21,8 +21,6 @@ import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsLifecycleManager;
-import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshot;
-import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -32,7 +30,6 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkk8snative.ExecutorServiceNames;
 import org.sparkk8snative.TestPlane;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Decommissioning on the real node, with the native sources and with Spark's own: an executor pod
@@ -123,20 +120,8 @@ class DecommissionTest {
           }
         });
     Map<String, Pod> lastPodStates = new ConcurrentHashMap<>();
-    SparkBackendParts.of(sc, ExecutorPodsSnapshotsStore.class)
-        .addSubscriber(
-            50L,
-            snapshots -> {
-              for (ExecutorPodsSnapshot snapshot : CollectionConverters.asJava(snapshots)) {
-                snapshot
-                    .executorPods()
-                    .foreach(
-                        entry ->
-                            lastPodStates.put(
-                                entry._2().pod().getMetadata().getName(), entry._2().pod()));
-              }
-              return null;
-            });
+    SparkBackendParts.onEveryPodState(
+        sc, state -> lastPodStates.put(state.pod().getMetadata().getName(), state.pod()));
     try {
       TestPlane.eventually(
           EXECUTORS + " executors to register",

@@ -19,8 +19,6 @@ import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsLifecycleManager;
-import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshot;
-import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
 import org.apache.spark.scheduler.cluster.k8s.PodDeleted;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -111,25 +109,14 @@ class DynamicAllocationTest {
         });
     Set<String> podsInSnapshots = ConcurrentHashMap.newKeySet();
     Set<String> podsDeletedInSnapshots = ConcurrentHashMap.newKeySet();
-    SparkBackendParts.of(sc, ExecutorPodsSnapshotsStore.class)
-        .addSubscriber(
-            50L,
-            snapshots -> {
-              for (ExecutorPodsSnapshot snapshot : CollectionConverters.asJava(snapshots)) {
-                snapshot
-                    .executorPods()
-                    .foreach(
-                        entry -> {
-                          String pod = podName(entry._2().pod());
-                          podsInSnapshots.add(pod);
-                          if (entry._2() instanceof PodDeleted) {
-                            podsDeletedInSnapshots.add(pod);
-                          }
-                          return null;
-                        });
-              }
-              return null;
-            });
+    SparkBackendParts.onEveryPodState(
+        sc,
+        state -> {
+          podsInSnapshots.add(podName(state.pod()));
+          if (state instanceof PodDeleted) {
+            podsDeletedInSnapshots.add(podName(state.pod()));
+          }
+        });
     Set<String> podsEver = ConcurrentHashMap.newKeySet();
     Set<String> executorsAdded = new TreeSet<>();
     AtomicInteger peak = new AtomicInteger();

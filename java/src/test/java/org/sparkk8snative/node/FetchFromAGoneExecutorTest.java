@@ -230,12 +230,14 @@ class FetchFromAGoneExecutorTest {
     long retriesWait = RETRIES * RETRY_WAIT_SECONDS * 1000L;
     long connectTimeouts = RETRIES * CONNECT_TIMEOUT_SECONDS * 1000L;
     // Through the Service: the peer's fetch fails after the retries' waits and little else (each
-    // attempt is refused at once).
-    assertEquals("FetchFailed", withServices.peersTaskEnd(), "with Services");
+    // attempt is refused at once), unless the stage's end kills its task first (with Spark's
+    // 3 retries, 15 s of waits outlast the resubmitted stage).
     assertTrue(
         withServices.killToPeersTaskEndMillis() < retriesWait + 5_000,
-        "with Services, the peer's fetch fails within the retries' waits: "
-            + withServices.killToPeersTaskEndMillis());
+        "with Services, the peer's task ends within the retries' waits: " + withServices);
+    if (RETRIES == 1) {
+      assertEquals("FetchFailed", withServices.peersTaskEnd(), "with Services");
+    }
     // By pod IP: every retry waits out the connect timeout too, so the peer's task fails no
     // sooner than that, unless the stage's end kills it first.
     assertTrue(

@@ -1,8 +1,13 @@
 package org.sparkk8snative.node;
 
 import java.lang.reflect.Field;
+import java.util.function.Consumer;
 import org.apache.spark.SparkContext;
+import org.apache.spark.scheduler.cluster.k8s.ExecutorPodState;
+import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshot;
+import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
 import org.apache.spark.scheduler.cluster.k8s.KubernetesClusterSchedulerBackend;
+import scala.jdk.javaapi.CollectionConverters;
 
 /** The parts Spark's Kubernetes scheduler backend holds privately, for tests and the demo. */
 public final class SparkBackendParts {
@@ -30,5 +35,29 @@ public final class SparkBackendParts {
       }
     }
     throw new IllegalStateException("no " + type.getSimpleName() + " in the scheduler backend");
+  }
+
+  /**
+   * Calls {@code each} with every executor pod state of every snapshot Spark's snapshot store hands
+   * its subscribers from now on (a subscriber of its own, next to the lifecycle manager and the
+   * allocator).
+   */
+  public static void onEveryPodState(SparkContext sc, Consumer<ExecutorPodState> each) {
+    of(sc, ExecutorPodsSnapshotsStore.class)
+        .addSubscriber(
+            50L,
+            snapshots -> {
+              for (ExecutorPodsSnapshot snapshot : CollectionConverters.asJava(snapshots)) {
+                snapshot
+                    .executorPods()
+                    .values()
+                    .foreach(
+                        state -> {
+                          each.accept(state);
+                          return null;
+                        });
+              }
+              return null;
+            });
   }
 }

@@ -38,6 +38,7 @@ import java.util.jar.JarEntry;
 import java.util.jar.JarOutputStream;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import org.apache.spark.SparkConf;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -45,7 +46,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.sparkk8snative.NativeLibrary;
 import org.sparkk8snative.TestPlane;
-import org.sparkk8snative.spark.NativeExecutorPodsAllocator;
+import scala.Tuple2;
 
 /**
  * Spark in cluster mode on the real node: {@code spark-submit --deploy-mode cluster} (a child JVM,
@@ -62,7 +63,6 @@ class ClusterModeTest {
   private static final long ROWS = 2_000_000;
   private static final int KEYS = 100;
   private static final int EXECUTORS = 2;
-  private static final int BLOCK_MANAGER_PORT = 7079;
 
   /** Driver JVM, two executor JVMs and the job, on 2 cores shared with other tests. */
   private static final Duration DRIVER_TIMEOUT = Duration.ofSeconds(240);
@@ -198,7 +198,16 @@ class ClusterModeTest {
   private Submitted submit(String tag, boolean hold) throws Exception {
     String driverPod = TestPlane.uniqueAppId("cm-" + tag) + "-driver";
     driverPods.add(driverPod);
+    // The executors and the job as the client-mode tests shape them (ProcessNode), then what
+    // cluster mode adds: the submission's credentials, the driver pod and its account.
+    SparkConf job =
+        ProcessNode.withExecutorServices(
+            ProcessNode.withJob(
+                ProcessNode.withNodeExecutors(new SparkConf(false)), EXECUTORS, true));
     Map<String, String> conf = new LinkedHashMap<>();
+    for (Tuple2<String, String> entry : job.getAll()) {
+      conf.put(entry._1(), entry._2());
+    }
     conf.put("spark.kubernetes.namespace", ns);
     conf.put(
         "spark.kubernetes.authenticate.submission.caCertFile", plane.var("LOCALPLANE_CA_FILE"));
@@ -207,29 +216,16 @@ class ClusterModeTest {
         plane.var("LOCALPLANE_ADMIN_TOKEN_FILE"));
     conf.put("spark.kubernetes.authenticate.driver.serviceAccountName", serviceAccount);
     conf.put("spark.kubernetes.driver.pod.name", driverPod);
-    conf.put("spark.kubernetes.container.image", ProcessNode.SPARK_IMAGE);
-    conf.put("spark.kubernetes.container.image.pullPolicy", "Never");
     conf.put("spark.kubernetes.submission.waitAppCompletion", "false");
     conf.put("spark.driver.memory", "512m");
     conf.put("spark.driver.cores", "1");
     // Two cores run the whole cluster: ask the scheduler for a fraction of one.
     conf.put("spark.kubernetes.driver.request.cores", "250m");
-    conf.put("spark.executor.instances", String.valueOf(EXECUTORS));
-    conf.put("spark.executor.memory", "512m");
-    conf.put("spark.executor.cores", "1");
-    conf.put("spark.kubernetes.executor.request.cores", "250m");
     conf.put("spark.driver.extraClassPath", codeSource(NativeLibrary.class).toString());
     conf.put(
         "spark.driver.extraJavaOptions",
         "-D" + NativeLibrary.PATH_PROPERTY + "=" + nativeLibrary());
-    conf.put(
-        "spark.kubernetes.allocation.pods.allocator", NativeExecutorPodsAllocator.class.getName());
-    conf.put("spark.kubernetes.executor.enableInformer", "true");
-    conf.put("spark.kubernetes.executor.enableService", "true");
-    conf.put("spark.blockManager.port", String.valueOf(BLOCK_MANAGER_PORT));
     conf.put("spark.ui.enabled", "false");
-    conf.put("spark.sql.shuffle.partitions", "8");
-    conf.put("spark.sql.adaptive.enabled", "false");
 
     List<String> command =
         new ArrayList<>(

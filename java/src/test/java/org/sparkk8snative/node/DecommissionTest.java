@@ -81,9 +81,8 @@ class DecommissionTest {
             .set("spark.storage.decommission.replicationReattemptInterval", "1s")
             .set("spark.kubernetes.driver.pod.name", driverPod);
     if (nativeSources) {
-      conf.set("spark.kubernetes.executor.enableService", "true")
-          .set("spark.kubernetes.native.service.deleteAfter", "2s")
-          .set("spark.blockManager.port", "7079");
+      ProcessNode.withExecutorServices(conf)
+          .set("spark.kubernetes.native.service.deleteAfter", "2s");
     }
     return conf;
   }

@@ -82,9 +82,8 @@ class DynamicAllocationTest {
             .set("spark.kubernetes.driver.pod.name", driverPod);
     if (nativeSources) {
       // Executor Services come with the native allocator; Spark's own makes none.
-      conf.set("spark.kubernetes.executor.enableService", "true")
-          .set("spark.kubernetes.native.service.deleteAfter", "2s")
-          .set("spark.blockManager.port", "7079");
+      ProcessNode.withExecutorServices(conf)
+          .set("spark.kubernetes.native.service.deleteAfter", "2s");
     }
     return conf;
   }

@@ -27,7 +27,6 @@ import org.sparkk8snative.TestPlane;
  */
 @Tag("node")
 class ExecutorServicesOnTheNodeTest {
-  private static final int BLOCK_MANAGER_PORT = 7079;
 
   private final ProcessNode node = ProcessNode.get();
   private final TestPlane plane = node.plane();
@@ -39,9 +38,7 @@ class ExecutorServicesOnTheNodeTest {
     SparkSession spark =
         SparkSession.builder()
             .config(
-                node.sparkJobConf("executor-services", 2, true)
-                    .set("spark.kubernetes.executor.enableService", "true")
-                    .set("spark.blockManager.port", String.valueOf(BLOCK_MANAGER_PORT))
+                ProcessNode.withExecutorServices(node.sparkJobConf("executor-services", 2, true))
                     .set("spark.kubernetes.driver.pod.name", driverPod))
             .getOrCreate();
     SparkContext sc = spark.sparkContext();
@@ -94,28 +91,28 @@ class ExecutorServicesOnTheNodeTest {
               appId, victim.getMetadata().getLabels().get("spark-exec-id"));
       assertEquals(
           "connected",
-          ConnectionProbes.connect(service, BLOCK_MANAGER_PORT).outcome(),
+          ConnectionProbes.connect(service, ProcessNode.BLOCK_MANAGER_PORT).outcome(),
           "alive, via the Service");
       node.signal(victim.getMetadata().getName(), "KILL");
       long killed = System.nanoTime();
       ConnectionProbes probes =
           ConnectionProbes.after(
               killed,
-              () -> ConnectionProbes.connect(service, BLOCK_MANAGER_PORT),
+              () -> ConnectionProbes.connect(service, ProcessNode.BLOCK_MANAGER_PORT),
               () ->
                   plane.executorPods(appId).stream()
                       .noneMatch(
                           p -> p.getMetadata().getUid().equals(victim.getMetadata().getUid())));
       long refusedAfter = probes.refusedFromMillis();
       ConnectionProbes.Attempt throughService =
-          ConnectionProbes.connect(service, BLOCK_MANAGER_PORT);
+          ConnectionProbes.connect(service, ProcessNode.BLOCK_MANAGER_PORT);
 
       // Spark deleted the Failed pod (the probes waited for it to be gone, and its network).
       assertTrue(probes.settledAt() >= 0, "Spark deletes the killed executor's pod");
       node.dropTrafficToGonePods(true);
       ConnectionProbes.Attempt toDroppedPodIp;
       try {
-        toDroppedPodIp = ConnectionProbes.connect(victimIp, BLOCK_MANAGER_PORT);
+        toDroppedPodIp = ConnectionProbes.connect(victimIp, ProcessNode.BLOCK_MANAGER_PORT);
       } finally {
         node.dropTrafficToGonePods(false);
       }

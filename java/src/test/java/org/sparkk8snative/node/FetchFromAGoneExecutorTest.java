@@ -79,8 +79,7 @@ class FetchFromAGoneExecutorTest {
             .set("spark.shuffle.io.connectionTimeout", CONNECT_TIMEOUT_SECONDS + "s")
             .set("spark.kubernetes.driver.pod.name", driverPod);
     if (services) {
-      conf.set("spark.kubernetes.executor.enableService", "true")
-          .set("spark.blockManager.port", "7079");
+      ProcessNode.withExecutorServices(conf);
     }
     return conf;
   }

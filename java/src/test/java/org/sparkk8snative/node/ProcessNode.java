@@ -56,16 +56,15 @@ public final class ProcessNode {
     return plane.var("LOCALPLANE_NODE_IP");
   }
 
+  /** The port executors' block managers listen on, which their Services expose. */
+  public static final int BLOCK_MANAGER_PORT = 7079;
+
   /**
-   * A driver in client mode on the node: executors are real pods of Spark's image, and connect back
-   * to the driver at the node IP.
+   * Executors shaped for the node, whatever the deploy mode: pods of Spark's image (which the node
+   * runs as processes), small enough for two cores.
    */
-  public SparkConf sparkDriverConf(String appName) {
-    return plane
-        .sparkDriverConf(appName)
-        .set("spark.driver.host", nodeIp())
-        .set("spark.driver.bindAddress", nodeIp())
-        .set("spark.kubernetes.container.image", SPARK_IMAGE)
+  public static SparkConf withNodeExecutors(SparkConf conf) {
+    return conf.set("spark.kubernetes.container.image", SPARK_IMAGE)
         .set("spark.kubernetes.container.image.pullPolicy", "Never")
         .set("spark.executor.memory", "512m")
         .set("spark.executor.cores", "1")
@@ -74,16 +73,14 @@ public final class ProcessNode {
   }
 
   /**
-   * A driver for a job on {@code executors} executor pods, with the native allocator and informer
-   * or with Spark's own sources (its default allocator); a small shuffle, AQE off, so that the
-   * stages are the same in both.
+   * A job on {@code executors} executor pods, with the native allocator and informer or with
+   * Spark's own sources (its default allocator); a small shuffle, AQE off, so that the stages are
+   * the same in both.
    */
-  public SparkConf sparkJobConf(String appName, int executors, boolean nativeSources) {
-    SparkConf conf =
-        sparkDriverConf(appName)
-            .set("spark.executor.instances", String.valueOf(executors))
-            .set("spark.sql.shuffle.partitions", "8")
-            .set("spark.sql.adaptive.enabled", "false");
+  public static SparkConf withJob(SparkConf conf, int executors, boolean nativeSources) {
+    conf.set("spark.executor.instances", String.valueOf(executors))
+        .set("spark.sql.shuffle.partitions", "8")
+        .set("spark.sql.adaptive.enabled", "false");
     if (nativeSources) {
       conf.set(
               "spark.kubernetes.allocation.pods.allocator",
@@ -91,6 +88,32 @@ public final class ProcessNode {
           .set("spark.kubernetes.executor.enableInformer", "true");
     }
     return conf;
+  }
+
+  /**
+   * Executor Services on (the native allocator's): each executor's block manager on {@link
+   * #BLOCK_MANAGER_PORT}, which its Service exposes. Their owner, the driver pod, is set apart.
+   */
+  public static SparkConf withExecutorServices(SparkConf conf) {
+    return conf.set("spark.kubernetes.executor.enableService", "true")
+        .set("spark.blockManager.port", String.valueOf(BLOCK_MANAGER_PORT));
+  }
+
+  /**
+   * A driver in client mode on the node: executors are real pods of Spark's image, and connect back
+   * to the driver at the node IP.
+   */
+  public SparkConf sparkDriverConf(String appName) {
+    return withNodeExecutors(
+        plane
+            .sparkDriverConf(appName)
+            .set("spark.driver.host", nodeIp())
+            .set("spark.driver.bindAddress", nodeIp()));
+  }
+
+  /** A client-mode driver for a job ({@link #withJob}). */
+  public SparkConf sparkJobConf(String appName, int executors, boolean nativeSources) {
+    return withJob(sparkDriverConf(appName), executors, nativeSources);
   }
 
   /**

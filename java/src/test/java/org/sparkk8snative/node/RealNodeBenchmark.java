@@ -38,7 +38,6 @@ import scala.jdk.javaapi.CollectionConverters;
  */
 public final class RealNodeBenchmark {
   private static final int EXECUTORS = 2;
-  private static final int BLOCK_MANAGER_PORT = 7079;
   private static final long ROWS = 4_000_000;
 
   private final ProcessNode node = ProcessNode.get();
@@ -64,10 +63,9 @@ public final class RealNodeBenchmark {
     SparkConf conf =
         node.sparkJobConf("bench-" + mode, EXECUTORS, nativeSources)
             .set("spark.kubernetes.executor.label.bench-run", run)
-            .set("spark.kubernetes.driver.pod.name", driverPod)
-            .set("spark.blockManager.port", String.valueOf(BLOCK_MANAGER_PORT));
+            .set("spark.kubernetes.driver.pod.name", driverPod);
     if (nativeSources) {
-      conf.set("spark.kubernetes.executor.enableService", "true");
+      ProcessNode.withExecutorServices(conf);
     }
     // When each executor pod is first seen, from a watch of the bench's own, started before
     // the driver so that no pod is seen late.
@@ -159,10 +157,11 @@ public final class RealNodeBenchmark {
         ConnectionProbes probes =
             ConnectionProbes.after(
                 killedNanos,
-                () -> ConnectionProbes.connect(service, BLOCK_MANAGER_PORT),
+                () -> ConnectionProbes.connect(service, ProcessNode.BLOCK_MANAGER_PORT),
                 () -> gone(appId, victim));
         record("SIGKILL -> every connection to it refused", mode, probes.refusedFromMillis());
-        ConnectionProbes.Attempt attempt = ConnectionProbes.connect(service, BLOCK_MANAGER_PORT);
+        ConnectionProbes.Attempt attempt =
+            ConnectionProbes.connect(service, ProcessNode.BLOCK_MANAGER_PORT);
         record("a connection to the gone executor fails after", mode, attempt.millis());
         goneOutcome.put(mode, attempt.outcome() + " (its Service)");
       } else {
@@ -170,7 +169,8 @@ public final class RealNodeBenchmark {
             "the killed pod to be gone", Duration.ofSeconds(60), () -> gone(appId, victim));
         node.dropTrafficToGonePods(true);
         try {
-          ConnectionProbes.Attempt attempt = ConnectionProbes.connect(victimIp, BLOCK_MANAGER_PORT);
+          ConnectionProbes.Attempt attempt =
+              ConnectionProbes.connect(victimIp, ProcessNode.BLOCK_MANAGER_PORT);
           record("a connection to the gone executor fails after", mode, attempt.millis());
           goneOutcome.put(mode, attempt.outcome() + " (its old pod IP, dropped)");
         } finally {

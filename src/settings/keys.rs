@@ -163,7 +163,9 @@ pub const BLOCK_MANAGER_PORT: Key = Key {
     name: "spark.blockManager.port",
     java: "BLOCK_MANAGER_PORT",
     default: Default::Described("(Spark: random)"),
-    meaning: "Spark's own key; required with Services: the port every Service exposes (port = targetPort).",
+    meaning: "Spark's own key; required with Services: the port every Service exposes (port = targetPort). Spark \
+              takes 0 (a random port) or 1024 to 65535; with Services only 1024 to 65535, since a Service is made \
+              before its executor and must name a fixed port.",
     since: "Spark 1.x",
     section: Section::ExecutorServices,
 };
@@ -180,9 +182,11 @@ pub const DRIVER_POD_NAME: Key = Key {
 pub const SERVICE_DELETE_AFTER: Key = Key {
     name: "spark.kubernetes.native.service.deleteAfter",
     java: "SERVICE_DELETE_AFTER",
-    default: Default::Value("0s"),
-    meaning: "`0s`: a Service lives as long as the driver (the pull request's behaviour; peers keep being refused \
-              fast). Positive: delete an executor's Service this long after its pod is gone.",
+    default: Default::Value("300s"),
+    meaning: "Delete an executor's Service this long after its pod is gone, as SPARK-52505's own branch did (300 s \
+              after the executor): long enough for peers that still fetch from it to be refused fast, short enough \
+              that a long driver with dynamic allocation does not pile up thousands of Services. `0s`: keep every \
+              Service as long as the driver (the garbage collector removes them with it).",
     since: V0_1,
     section: Section::ExecutorServices,
 };

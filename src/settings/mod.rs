@@ -114,8 +114,8 @@ pub struct ServiceSettings {
     pub block_manager_port: u16,
     /// `spark.kubernetes.driver.pod.name`: the owner of every Service.
     pub driver_pod_name: String,
-    /// Delete an executor's Service this long after its pod is gone; zero:
-    /// keep it as long as the driver (the pull request's behaviour).
+    /// Delete an executor's Service this long after its pod is gone (300 s by
+    /// default, as SPARK-52505's branch); zero: keep it as long as the driver.
     pub delete_after: Duration,
     /// Requests for Services in flight at most.
     pub max_concurrent_requests: usize,
@@ -230,8 +230,8 @@ impl Settings {
             let port = match conf.get(port_key).map(str::trim) {
                 None => return Err(SettingsError::new(port_key, "", why)),
                 Some(v) => match v.parse::<u16>() {
-                    Ok(p) if p > 0 => p,
-                    _ => return Err(SettingsError::new(port_key, v, format!("must be a port from 1 to 65535; {why}"))),
+                    Ok(p) if p >= 1024 => p,
+                    _ => return Err(SettingsError::new(port_key, v, block_manager_port_rule(enable))),
                 },
             };
             let driver_pod_name = conf.non_empty(driver_key)?.ok_or_else(|| {
@@ -259,6 +259,16 @@ impl Settings {
             .collect();
         Ok(Settings { client, informer, services, unknown_keys })
     }
+}
+
+/// Why a block manager port is refused with Services on. Spark's own check
+/// takes 0 too, so the message says why this one is narrower.
+fn block_manager_port_rule(enable_key: &str) -> String {
+    format!(
+        "must be a port from 1024 to 65535 when {enable_key}=true. Spark itself accepts 0 or 1024 to 65535, \
+         but 0 makes each executor pick a random free port when it starts, while its Service is created before \
+         the executor runs and must name the one fixed port it forwards to"
+    )
 }
 
 /// Read access with Spark's syntax and errors that name the key.
@@ -602,6 +612,37 @@ mod tests {
         assert_eq!(services.block_manager_port, 7079);
         assert_eq!(services.delete_after, Duration::from_secs(120));
         assert_eq!(services.max_concurrent_requests, 10);
+        let s = Settings::from_spark_conf(&conf(&[
+            (keys::ENABLE_SERVICE.name, "true"),
+            (keys::BLOCK_MANAGER_PORT.name, "7079"),
+            (keys::DRIVER_POD_NAME.name, "driver"),
+        ]))
+        .unwrap();
+        assert_eq!(s.services.unwrap().delete_after, Duration::from_secs(300), "SPARK-52505's cool-down");
+    }
+
+    #[test]
+    fn with_services_the_block_manager_port_is_a_fixed_port_from_1024() {
+        let with_port = |port: &str| {
+            Settings::from_spark_conf(&conf(&[
+                (keys::ENABLE_SERVICE.name, "true"),
+                (keys::DRIVER_POD_NAME.name, "driver"),
+                (keys::BLOCK_MANAGER_PORT.name, port),
+            ]))
+        };
+        for bad in ["0", "1", "80", "1023", "65536", "-1", "7079.5", "abc", ""] {
+            let e = with_port(bad).expect_err(bad);
+            assert_eq!(e.key, keys::BLOCK_MANAGER_PORT.name, "{bad:?}: {e}");
+            assert!(e.reason.contains("1024 to 65535"), "{bad:?}: {e}");
+            assert!(e.reason.contains("Spark itself accepts 0"), "Spark's rule: {e}");
+            assert!(e.reason.contains("random"), "why 0 does not work: {e}");
+        }
+        for (good, port) in [("1024", 1024), (" 7079 ", 7079), ("65535", 65535)] {
+            assert_eq!(with_port(good).unwrap().services.unwrap().block_manager_port, port, "{good:?}");
+        }
+        // Without Services Spark's random port is none of our business.
+        let s = Settings::from_spark_conf(&conf(&[(keys::BLOCK_MANAGER_PORT.name, "0")])).unwrap();
+        assert_eq!(s.services, None);
     }
 
     #[test]

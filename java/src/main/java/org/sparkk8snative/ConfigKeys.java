@@ -52,9 +52,9 @@ public final class ConfigKeys {
   /** Default: (set by spark-submit in cluster mode). */
   public static final String DRIVER_POD_NAME = "spark.kubernetes.driver.pod.name";
 
-  /** Default: 0s. */
+  /** Default: 300s. */
   public static final String SERVICE_DELETE_AFTER = "spark.kubernetes.native.service.deleteAfter";
-  public static final String SERVICE_DELETE_AFTER_DEFAULT = "0s";
+  public static final String SERVICE_DELETE_AFTER_DEFAULT = "300s";
 
   /** Default: 10. */
   public static final String SERVICE_MAX_CONCURRENT_REQUESTS = "spark.kubernetes.native.service.maxConcurrentRequests";

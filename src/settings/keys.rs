@@ -13,7 +13,8 @@ pub struct Key {
     pub java: &'static str,
     pub default: Default,
     pub meaning: &'static str,
-    /// Our version, or the Spark version that introduced a key of Spark's.
+    /// Our version, or, for a key of Spark's, the version its `ConfigBuilder`
+    /// gives (`.version("3.4.0")`), written as Spark's docs write it.
     pub since: &'static str,
     pub section: Section,
 }
@@ -86,7 +87,7 @@ pub const MISSING_POD_DETECT_DELTA: Key = Key {
     default: Default::Value("30s"),
     meaning: "Spark's own key: how long an executor must have been registered before its absence from a full \
               snapshot removes it. The stale bound defaults to half of it.",
-    since: "Spark 3.0",
+    since: "3.1.1",
     section: Section::InformerAndLister,
 };
 
@@ -166,7 +167,7 @@ pub const BLOCK_MANAGER_PORT: Key = Key {
     meaning: "Spark's own key; required with Services: the port every Service exposes (port = targetPort). Spark \
               takes 0 (a random port) or 1024 to 65535; with Services only 1024 to 65535, since a Service is made \
               before its executor and must name a fixed port.",
-    since: "Spark 1.x",
+    since: "1.1.0",
     section: Section::ExecutorServices,
 };
 
@@ -175,7 +176,7 @@ pub const DRIVER_POD_NAME: Key = Key {
     java: "DRIVER_POD_NAME",
     default: Default::Described("(set by spark-submit in cluster mode)"),
     meaning: "Spark's own key; the owner of every executor Service, so they are garbage-collected with the driver.",
-    since: "Spark 2.3",
+    since: "2.3.0",
     section: Section::ExecutorServices,
 };
 
@@ -208,7 +209,7 @@ pub const PODS_ALLOCATOR: Key = Key {
     meaning: "Spark's own key. Set it to `org.sparkk8snative.spark.NativeExecutorPodsAllocator` to let \
               `spark.kubernetes.executor.enableInformer` take effect on unmodified Spark 4.x. The class is Spark's \
               allocator plus the native sources.",
-    since: "Spark 3.3",
+    since: "3.3.0",
     section: Section::PluggingIntoSpark,
 };
 
@@ -218,7 +219,7 @@ pub const ENABLE_API_WATCHER: Key = Key {
     default: Default::Value("true"),
     meaning: "Spark's internal switch of its legacy watch source. With `enableInformer=true` the allocator sets it \
               to `false` (with a warning if it was set to `true`): the two pairs never run together.",
-    since: "Spark 3.4",
+    since: "3.4.0",
     section: Section::PluggingIntoSpark,
 };
 
@@ -229,7 +230,7 @@ pub const ENABLE_API_POLLING: Key = Key {
     meaning: "Spark's internal switch of its legacy polling source (a LIST every \
               `spark.kubernetes.executor.apiPollingInterval`). With `enableInformer=true` the allocator sets it to \
               `false`, as above.",
-    since: "Spark 3.4",
+    since: "3.4.0",
     section: Section::PluggingIntoSpark,
 };
 
@@ -240,7 +241,7 @@ pub const EXECUTOR_FEATURE_STEPS: Key = Key {
     meaning: "Spark's own key. With Services on, the allocator appends \
               `org.sparkk8snative.spark.ExecutorServiceFeatureStep`, which makes each executor advertise its \
               Service's name.",
-    since: "Spark 3.2",
+    since: "3.2.0",
     section: Section::PluggingIntoSpark,
 };
 
@@ -249,7 +250,7 @@ pub const MASTER: Key = Key {
     java: "MASTER",
     default: Default::Described("(required in client mode)"),
     meaning: "`k8s://https://host:port`; `k8s://host:port` means https.",
-    since: "Spark 2.3",
+    since: "0.9.0",
     section: Section::ConnectingToTheApiserver,
 };
 
@@ -258,7 +259,7 @@ pub const DRIVER_MASTER: Key = Key {
     java: "DRIVER_MASTER",
     default: Default::Value("https://kubernetes.default.svc"),
     meaning: "The apiserver in cluster mode (`spark.kubernetes.submitInDriver=true`).",
-    since: "Spark 3.0",
+    since: "3.0.0",
     section: Section::ConnectingToTheApiserver,
 };
 
@@ -268,7 +269,7 @@ pub const SUBMIT_IN_DRIVER: Key = Key {
     default: Default::Value("false"),
     meaning: "Set by spark-submit in cluster mode: the driver runs in a pod, and its credentials are the mounted \
               ones.",
-    since: "Spark 2.4",
+    since: "2.4.0",
     section: Section::ConnectingToTheApiserver,
 };
 
@@ -277,7 +278,7 @@ pub const NAMESPACE: Key = Key {
     java: "NAMESPACE",
     default: Default::Value("default"),
     meaning: "Namespace of the executor pods.",
-    since: "Spark 2.3",
+    since: "2.3.0",
     section: Section::ConnectingToTheApiserver,
 };
 
@@ -286,7 +287,7 @@ pub const CONTEXT: Key = Key {
     java: "CONTEXT",
     default: Default::Described("(the kubeconfig's current context)"),
     meaning: "The kubeconfig context to start from in client mode.",
-    since: "Spark 3.0",
+    since: "3.0.0",
     section: Section::ConnectingToTheApiserver,
 };
 
@@ -309,7 +310,7 @@ pub const CREDENTIALS: Key = Key {
               `spark.kubernetes.authenticate.driver.mounted.`. `oauthToken` and `oauthTokenFile` exclude each other; \
               a client certificate needs its key. A token file is re-read at least once a minute, so rotated \
               service-account tokens are picked up. Tokens never appear in logs or errors.",
-    since: "Spark 2.3",
+    since: "2.4.0",
     section: Section::ConnectingToTheApiserver,
 };
 
@@ -318,7 +319,7 @@ pub const TRUST_CERTIFICATES: Key = Key {
     java: "TRUST_CERTIFICATES",
     default: Default::Value("false"),
     meaning: "Skip TLS verification. The only way to do so: a wrong CA is otherwise an error.",
-    since: "Spark 3.0",
+    since: "3.2.0",
     section: Section::ConnectingToTheApiserver,
 };
 
@@ -327,7 +328,7 @@ pub const REQUEST_TIMEOUT: Key = Key {
     java: "REQUEST_TIMEOUT",
     default: Default::Value("10000"),
     meaning: "Request timeout, in milliseconds (Spark's syntax also takes a unit).",
-    since: "Spark 3.0",
+    since: "3.0.0",
     section: Section::ConnectingToTheApiserver,
 };
 
@@ -336,7 +337,7 @@ pub const CONNECTION_TIMEOUT: Key = Key {
     java: "CONNECTION_TIMEOUT",
     default: Default::Value("10000"),
     meaning: "Connection timeout, in milliseconds (Spark's syntax also takes a unit).",
-    since: "Spark 3.0",
+    since: "3.0.0",
     section: Section::ConnectingToTheApiserver,
 };
 

@@ -12,14 +12,16 @@ const SERVICE_ACCOUNT_TOKEN: &str = "/var/run/secrets/kubernetes.io/serviceaccou
 const SERVICE_ACCOUNT_CA: &str = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
 
 /// Why a part that talks to the apiserver (the informer, the executor
-/// Services) could not be set up: a setting that cannot be used, or a client
-/// that cannot be built from good settings.
+/// Services) could not be set up: a setting that cannot be used, a client
+/// that cannot be built from good settings, or rights the driver lacks.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
     #[error(transparent)]
     Settings(#[from] crate::settings::SettingsError),
     #[error(transparent)]
     Client(#[from] ClientError),
+    #[error(transparent)]
+    Access(#[from] crate::services::AccessDenied),
 }
 
 /// Why no client could be built.

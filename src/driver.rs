@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::client::SetupError;
 use crate::informer::ExecutorPodInformer;
-use crate::services::{ExecutorServices, ServiceController};
+use crate::services::ServiceController;
 use crate::settings::Settings;
 
 /// The informer, and the Service controller that follows it, if any.
@@ -17,14 +17,15 @@ pub struct ExecutorTracking {
 }
 
 impl ExecutorTracking {
-    /// Builds both from Spark's settings; no request is sent yet. Must run on
-    /// the tokio runtime that will drive them.
+    /// Builds both from Spark's settings. No pod is listed or watched yet;
+    /// with Services on, the apiserver is asked whether the driver may manage
+    /// them, so that a missing right fails driver start-up, naming the fix.
+    /// Must run on the tokio runtime that will drive them.
     pub async fn connect(settings: &Settings, app_id: &str) -> Result<Self, SetupError> {
         let informer = ExecutorPodInformer::connect(settings, app_id).await?;
         let services = match &settings.services {
-            Some(service_settings) => {
-                let services = Arc::new(ExecutorServices::connect(settings, app_id).await?);
-                let controller = Arc::new(ServiceController::spawn(services, service_settings.delete_after));
+            Some(_) => {
+                let controller = Arc::new(ServiceController::connect(settings, app_id).await?);
                 informer.subscribe(controller.clone());
                 Some(controller)
             }

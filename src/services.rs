@@ -5,17 +5,24 @@
 //! refused at once, instead of waiting out a 2-minute connect timeout.
 //!
 //! The spec builder is pure; [`ExecutorServices`] ensures and deletes them,
-//! idempotently, with bounded concurrency and retries.
+//! idempotently, with bounded concurrency and retries; [`ServiceController`]
+//! is the one per app that decides when, fed by whoever sees the pods.
+//!
+//! Only Services labelled `app.kubernetes.io/managed-by=spark-k8s-native` are
+//! ours. SPARK-52505 was never merged and its names could land upstream: a
+//! Spark that ships its own executor Services of the same names must find them
+//! neither repaired nor deleted by us.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
 use k8s_openapi::api::core::v1::{Pod, Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use parking_lot::Mutex;
 use tokio::sync::{OnceCell, Semaphore};
 
@@ -119,6 +126,12 @@ pub fn driver_owner(driver: &Pod) -> Option<OwnerReference> {
     })
 }
 
+/// Whether we made this Service. One we did not make (another tool, or a
+/// Spark that ships its own executor Services) is never repaired or deleted.
+pub fn is_ours(service: &Service) -> bool {
+    service.metadata.labels.as_ref().and_then(|l| l.get(MANAGED_BY_LABEL)).map(String::as_str) == Some(MANAGED_BY)
+}
+
 /// Whether an existing Service differs from the wanted one in what matters:
 /// labels, owner, selector, type and ports.
 pub fn differs(existing: &Service, wanted: &Service) -> bool {
@@ -145,6 +158,8 @@ pub enum Ensured {
     Unchanged,
     /// It existed but differed (edited by hand); it was replaced.
     Repaired,
+    /// A Service of that name exists that we did not make: left as it is.
+    Foreign,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -153,6 +168,9 @@ pub enum ServiceError {
     DriverPod { name: String, source: kube::Error },
     #[error("service {name}: {source}")]
     Api { name: String, source: kube::Error },
+    /// The app's Service controller was stopped (its informer stopped or closed).
+    #[error("the executor Services of {app_id} are stopped")]
+    Stopped { app_id: String },
 }
 
 impl ServiceError {
@@ -171,8 +189,12 @@ impl ServiceError {
 pub struct ServiceCounters {
     pub created: AtomicU64,
     pub repaired: AtomicU64,
+    /// Services of our names that another tool made, found by `ensure` and left alone.
+    pub foreign: AtomicU64,
     pub deleted: AtomicU64,
     pub errors: AtomicU64,
+    /// Requests sent for Services (every attempt), so a test can see that none was.
+    pub requests: AtomicU64,
     pub in_flight: AtomicU64,
     pub peak_in_flight: AtomicU64,
     pub last_error: Mutex<Option<String>>,
@@ -180,6 +202,8 @@ pub struct ServiceCounters {
 
 /// Ensures and deletes the executor Services of one app.
 pub struct ExecutorServices {
+    client: kube::Client,
+    namespace: String,
     services: Api<Service>,
     pods: Api<Pod>,
     app_id: String,
@@ -187,6 +211,8 @@ pub struct ExecutorServices {
     port: u16,
     owner: OnceCell<OwnerReference>,
     requests: Semaphore,
+    /// Set once the first foreign Service was logged: one line per app says it all.
+    foreign_logged: AtomicBool,
     pub counters: Arc<ServiceCounters>,
 }
 
@@ -206,12 +232,15 @@ impl ExecutorServices {
     ) -> Self {
         Self {
             services: Api::namespaced(client.clone(), namespace),
-            pods: Api::namespaced(client, namespace),
+            pods: Api::namespaced(client.clone(), namespace),
+            client,
+            namespace: namespace.to_string(),
             app_id: app_id.to_string(),
             driver_pod: driver_pod.to_string(),
             port,
             owner: OnceCell::new(),
             requests: Semaphore::new(concurrency.max(1)),
+            foreign_logged: AtomicBool::new(false),
             counters: Arc::default(),
         }
     }
@@ -288,6 +317,10 @@ impl ExecutorServices {
             Err(e) => return Err(api_error(e)),
         }
         let existing = self.retrying(|| self.services.get(&name)).await.map_err(api_error)?;
+        if !is_ours(&existing) {
+            self.found_foreign(&name, &existing);
+            return Ok(Ensured::Foreign);
+        }
         if !differs(&existing, &wanted) {
             return Ok(Ensured::Unchanged);
         }
@@ -306,22 +339,113 @@ impl ExecutorServices {
         Ok(Ensured::Repaired)
     }
 
-    /// Deletes the executor's Service; a missing one is fine.
+    fn found_foreign(&self, name: &str, existing: &Service) {
+        self.counters.foreign.fetch_add(1, Ordering::Relaxed);
+        let managed_by = existing.metadata.labels.as_ref().and_then(|l| l.get(MANAGED_BY_LABEL));
+        if self.foreign_logged.swap(true, Ordering::Relaxed) {
+            tracing::debug!(app_id = %self.app_id, "service {name} is not ours ({MANAGED_BY_LABEL}={managed_by:?}): left alone");
+        } else {
+            tracing::info!(
+                app_id = %self.app_id,
+                "service {name} exists and was not made by spark-k8s-native ({MANAGED_BY_LABEL}={managed_by:?}, \
+                 perhaps a Spark that ships its own executor Services): executor Services of this name are left to \
+                 whoever made them, never repaired or deleted (counted as foreign; logged once per app)"
+            );
+        }
+    }
+
+    /// Deletes the executor's Service if it is ours; a missing one is fine, and
+    /// one that another tool made is left alone (no error).
     pub async fn delete(&self, exec_id: &str) -> Result<(), ServiceError> {
         let name = service_name(&self.app_id, exec_id);
-        let params = DeleteParams::default();
+        let fail = |source| {
+            let error = ServiceError::Api { name: name.clone(), source };
+            self.failed("deleting", exec_id, &error);
+            error
+        };
+        let existing = match self.retrying(|| self.services.get_opt(&name)).await {
+            Ok(Some(existing)) => existing,
+            Ok(None) => return Ok(()),
+            Err(source) => return Err(fail(source)),
+        };
+        if !is_ours(&existing) {
+            tracing::debug!(app_id = %self.app_id, "service {name} is not ours: not deleted");
+            return Ok(());
+        }
+        // Only the object just seen as ours: if it was replaced meanwhile (by
+        // whoever makes foreign ones), the uid differs and the apiserver refuses.
+        let params = DeleteParams {
+            preconditions: Some(Preconditions { uid: existing.metadata.uid.clone(), resource_version: None }),
+            ..DeleteParams::default()
+        };
         match self.retrying(|| self.services.delete(&name, &params)).await {
             Ok(_) => {
                 self.counters.deleted.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-            Err(source) => {
-                let error = ServiceError::Api { name, source };
-                self.failed("deleting", exec_id, &error);
-                Err(error)
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                tracing::debug!(app_id = %self.app_id, "service {name} was replaced before its delete: not deleted");
+                Ok(())
+            }
+            Err(source) => Err(fail(source)),
+        }
+    }
+
+    /// Asks the apiserver (SelfSubjectAccessReviews) whether the driver may do
+    /// what Services need: get, create and delete services in the namespace.
+    /// Driver start-up calls it, so that a missing right fails there, once,
+    /// naming the fix, instead of as a 403 per executor later. When the review
+    /// itself cannot be made (an apiserver that does not serve it, a 403 on it,
+    /// no connection), it logs a WARN and returns Ok: start-up is not blocked
+    /// on a question nobody could answer, and a real denial still shows per
+    /// request later.
+    pub async fn check_access(&self) -> Result<(), AccessDenied> {
+        let reviews: Api<SelfSubjectAccessReview> = Api::all(self.client.clone());
+        let ask = |verb: &'static str| {
+            let review = SelfSubjectAccessReview {
+                spec: SelfSubjectAccessReviewSpec {
+                    resource_attributes: Some(ResourceAttributes {
+                        namespace: Some(self.namespace.clone()),
+                        verb: Some(verb.to_string()),
+                        group: Some(String::new()),
+                        resource: Some("services".into()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let reviews = reviews.clone();
+            async move { (verb, reviews.create(&PostParams::default(), &review).await) }
+        };
+        let answers = futures::future::join_all(SERVICE_VERBS.iter().map(|verb| ask(verb))).await;
+        let mut denied = Vec::new();
+        let mut undecided = Vec::new();
+        for (verb, answer) in answers {
+            match answer.map(|review| review.status.unwrap_or_default()) {
+                Ok(status) if status.allowed => {}
+                Ok(status) => denied.push((verb, status.reason.filter(|r| !r.is_empty()))),
+                Err(e) => undecided.push(format!("{verb}: {e}")),
             }
         }
+        if !undecided.is_empty() {
+            tracing::warn!(
+                app_id = %self.app_id,
+                "could not ask the apiserver whether the driver may get, create and delete services in namespace {} \
+                 ({}); going on: a missing right will show as failed Service requests",
+                self.namespace,
+                undecided.join("; ")
+            );
+        }
+        if denied.is_empty() {
+            return Ok(());
+        }
+        Err(AccessDenied {
+            namespace: self.namespace.clone(),
+            verbs: denied.iter().map(|(verb, _)| *verb).collect(),
+            reasons: denied.into_iter().filter_map(|(_, reason)| reason).collect(),
+        })
     }
 
     /// Runs one request, within the concurrency bound, retrying transient
@@ -335,6 +459,7 @@ impl ExecutorServices {
         for attempt in 1.. {
             let result = {
                 let _permit = self.requests.acquire().await.expect("never closed");
+                self.counters.requests.fetch_add(1, Ordering::Relaxed);
                 let now = self.counters.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
                 self.counters.peak_in_flight.fetch_max(now, Ordering::Relaxed);
                 let result = request().await;
@@ -349,6 +474,46 @@ impl ExecutorServices {
             }
         }
         unreachable!("the loop returns")
+    }
+}
+
+/// What executor Services need, and what driver start-up checks.
+const SERVICE_VERBS: [&str; 3] = ["get", "create", "delete"];
+
+/// The driver may not do on services what executor Services need.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{enable}=true, but the driver may not {verbs} services in namespace {namespace} (asked the apiserver with a \
+     SelfSubjectAccessReview{why}): executor Services need get, create and delete on services. Grant them to the \
+     driver's service account (a Role and RoleBinding in {namespace}), or set {enable}=false",
+    enable = crate::settings::keys::ENABLE_SERVICE.name,
+    verbs = self.verbs_text(),
+    why = self.reasons_text(),
+)]
+pub struct AccessDenied {
+    pub namespace: String,
+    /// The verbs denied, in the order get, create, delete.
+    pub verbs: Vec<&'static str>,
+    /// The authorizer's reasons, when it gave any.
+    pub reasons: Vec<String>,
+}
+
+impl AccessDenied {
+    /// `get`, `create and delete`, `get, create and delete`.
+    fn verbs_text(&self) -> String {
+        match self.verbs.split_last() {
+            None => String::new(),
+            Some((last, [])) => last.to_string(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        }
+    }
+
+    fn reasons_text(&self) -> String {
+        if self.reasons.is_empty() {
+            String::new()
+        } else {
+            format!("; the authorizer said: {}", self.reasons.join("; "))
+        }
     }
 }
 
@@ -444,6 +609,108 @@ mod tests {
         orphan.metadata.owner_references = None;
         assert!(differs(&orphan, &wanted));
     }
+
+    #[test]
+    fn only_services_labelled_as_ours_are_ours() {
+        let ours = executor_service("spark-app", "3", 7079, &owner());
+        assert!(is_ours(&ours));
+        let mut sparks = ours.clone();
+        sparks.metadata.labels.as_mut().unwrap().remove(MANAGED_BY_LABEL);
+        assert!(!is_ours(&sparks), "a Spark that ships its own Services labels them its own way");
+        let mut other = ours.clone();
+        other.metadata.labels.as_mut().unwrap().insert(MANAGED_BY_LABEL.into(), "spark".into());
+        assert!(!is_ours(&other));
+        let mut unlabelled = ours;
+        unlabelled.metadata.labels = None;
+        assert!(!is_ours(&unlabelled));
+    }
+
+    #[test]
+    fn access_denied_names_the_verbs_the_namespace_and_the_fix() {
+        let denied = |verbs: Vec<&'static str>| AccessDenied { namespace: "jobs".into(), verbs, reasons: vec![] };
+        let all = denied(vec!["get", "create", "delete"]).to_string();
+        assert!(all.contains("may not get, create and delete services in namespace jobs"), "{all}");
+        assert!(all.contains("Grant them to the driver's service account"), "{all}");
+        assert!(all.contains("spark.kubernetes.executor.enableService=false"), "{all}");
+        let one = denied(vec!["delete"]).to_string();
+        assert!(one.contains("may not delete services in namespace jobs"), "{one}");
+        let two = AccessDenied { reasons: vec!["no RBAC policy matched".into()], ..denied(vec!["create", "delete"]) };
+        let two = two.to_string();
+        assert!(two.contains("may not create and delete services"), "{two}");
+        assert!(two.contains("the authorizer said: no RBAC policy matched"), "{two}");
+    }
+
+    /// A client whose apiserver answers every SelfSubjectAccessReview with `answer(verb)`:
+    /// `Ok(allowed)`, or `Err(http status)` for a review that cannot be made.
+    fn reviewing_client(answer: fn(&str) -> Result<bool, u16>) -> kube::Client {
+        let service = tower::service_fn(move |request: http::Request<kube::client::Body>| async move {
+            assert!(request.uri().path().ends_with("/selfsubjectaccessreviews"), "{}", request.uri());
+            let review: serde_json::Value = serde_json::from_slice(&body_bytes(request.into_body()).await).unwrap();
+            let verb = review["spec"]["resourceAttributes"]["verb"].as_str().unwrap().to_string();
+            assert_eq!(review["spec"]["resourceAttributes"]["resource"], "services");
+            assert_eq!(review["spec"]["resourceAttributes"]["namespace"], "jobs");
+            let (status, body) = match answer(&verb) {
+                Ok(allowed) => {
+                    let mut review = review.clone();
+                    review["status"] =
+                        serde_json::json!({"allowed": allowed, "reason": if allowed { "" } else { "RBAC: no" }});
+                    (201, review)
+                }
+                Err(code) => (
+                    code,
+                    serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code,
+                        "reason": "NotFound", "message": "the server could not find the requested resource"}),
+                ),
+            };
+            let response = http::Response::builder()
+                .status(status)
+                .header("content-type", "application/json")
+                .body(kube::client::Body::from(serde_json::to_vec(&body).unwrap()))
+                .unwrap();
+            Ok::<_, std::convert::Infallible>(response)
+        });
+        kube::Client::new(service, "jobs")
+    }
+
+    /// The bytes of a request body (no body-utilities dependency for one test).
+    async fn body_bytes(mut body: kube::client::Body) -> Vec<u8> {
+        use http_body::Body as _;
+        let mut out = Vec::new();
+        while let Some(frame) = std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await {
+            if let Ok(data) = frame.unwrap().into_data() {
+                out.extend_from_slice(&data);
+            }
+        }
+        out
+    }
+
+    fn reviewed(answer: fn(&str) -> Result<bool, u16>) -> Result<(), AccessDenied> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            ExecutorServices::new(reviewing_client(answer), "jobs", "spark-app", "driver", 7079, 4).check_access().await
+        })
+    }
+
+    #[test]
+    fn the_access_check_fails_naming_each_denied_verb() {
+        assert_eq!(reviewed(|_| Ok(true)), Ok(()));
+        let e = reviewed(|verb| Ok(verb == "get")).unwrap_err();
+        assert_eq!(e.verbs, vec!["create", "delete"]);
+        assert_eq!(e.namespace, "jobs");
+        assert_eq!(e.reasons, vec!["RBAC: no", "RBAC: no"]);
+        assert_eq!(reviewed(|_| Ok(false)).unwrap_err().verbs, vec!["get", "create", "delete"]);
+    }
+
+    #[test]
+    fn an_access_review_that_cannot_be_made_does_not_block_start_up() {
+        assert_eq!(reviewed(|_| Err(404)), Ok(()), "an apiserver that does not serve the reviews");
+        assert_eq!(reviewed(|_| Err(403)), Ok(()), "an identity that may not ask");
+        // A denial that could be read still counts, even if another review failed.
+        assert_eq!(
+            reviewed(|verb| if verb == "get" { Err(500) } else { Ok(verb != "delete") }).unwrap_err().verbs,
+            vec!["delete"]
+        );
+    }
 }
 
 /// How the executor Services are doing (their failures never stop the informer).
@@ -451,9 +718,13 @@ mod tests {
 pub struct ServiceHealth {
     pub created: u64,
     pub repaired: u64,
+    /// Services of our names that another tool made, left alone.
+    pub foreign: u64,
     pub deleted: u64,
     pub errors: u64,
     pub last_error: Option<String>,
+    /// Requests sent for Services so far (every attempt).
+    pub requests: u64,
     /// Most requests for Services in flight at once so far.
     pub peak_in_flight: u64,
 }
@@ -463,15 +734,18 @@ impl ServiceCounters {
         ServiceHealth {
             created: self.created.load(Ordering::Relaxed),
             repaired: self.repaired.load(Ordering::Relaxed),
+            foreign: self.foreign.load(Ordering::Relaxed),
             deleted: self.deleted.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
             last_error: self.last_error.lock().clone(),
+            requests: self.requests.load(Ordering::Relaxed),
             peak_in_flight: self.peak_in_flight.load(Ordering::Relaxed),
         }
     }
 }
 
-/// Work for the Service controller, from the pods the informer sees.
+/// Work for the Service controller, from whoever sees the pods (the informer,
+/// or, with it off, the Java side reading Spark's snapshots).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServiceWork {
     /// An executor pod exists (added or changed).
@@ -482,38 +756,88 @@ pub enum ServiceWork {
     Resync(Vec<String>),
 }
 
-/// Ensures a Service for every executor pod the informer sees (no watch or
-/// list of its own), and, with a cool-down, deletes the Service of an
-/// executor whose pod has been gone that long.
-/// It is a [`PodSubscriber`] of the informer.
+type Ids = Mutex<std::collections::HashSet<String>>;
+
+/// What the controller knows of each executor, shared by its task, its
+/// delayed deletes and [`ServiceController::ensure_now`].
+#[derive(Default)]
+struct ControllerState {
+    /// Executors whose Service is ensured (or being ensured); when every retry
+    /// failed, the id is removed, so the next event or resync of that pod retries.
+    ensured: Ids,
+    /// Executors whose pod is gone (deleted, or no longer matching the selector):
+    /// their Service is no longer wanted, unless the pod comes back.
+    gone: Ids,
+}
+
+/// The one Service controller of an app. It ensures a Service for every
+/// executor pod it is told of (no watch or list of its own), and, with a
+/// cool-down, deletes the Service of an executor whose pod has been gone that
+/// long. The informer feeds it as a [`PodSubscriber`]; with the informer off,
+/// the Java side does (`ensure_now` before it creates a pod, `Gone` for pods
+/// Spark's snapshots show deleted). Either way one set of ensured ids, so an
+/// executor's Service is requested once.
 pub struct ServiceController {
+    services: Arc<ExecutorServices>,
+    state: Arc<ControllerState>,
     work: tokio::sync::mpsc::UnboundedSender<ServiceWork>,
     task: tokio::task::JoinHandle<()>,
-    counters: Arc<ServiceCounters>,
+    stopped: AtomicBool,
 }
 
 impl ServiceController {
+    /// The Service controller of one app from Spark's settings, with a client
+    /// of its own, once the apiserver said the driver may manage Services
+    /// ([`ExecutorServices::check_access`]). Subscribed to no informer; must
+    /// run on the runtime that will drive it.
+    pub async fn connect(settings: &crate::settings::Settings, app_id: &str) -> Result<Self, SetupError> {
+        let services = Arc::new(ExecutorServices::connect(settings, app_id).await?);
+        services.check_access().await?;
+        let delete_after = settings.services.as_ref().expect("ExecutorServices::connect checked it").delete_after;
+        Ok(Self::spawn(services, delete_after))
+    }
+
     /// Spawns the controller on the current runtime. `delete_after` zero:
     /// Services live as long as the driver (the garbage collector removes them).
     pub fn spawn(services: Arc<ExecutorServices>, delete_after: Duration) -> Self {
         let (work, queue) = tokio::sync::mpsc::unbounded_channel();
-        let counters = services.counters.clone();
-        let task = tokio::spawn(run_controller(services, queue, delete_after));
-        Self { work, task, counters }
+        let state = Arc::<ControllerState>::default();
+        let task = tokio::spawn(run_controller(services.clone(), state.clone(), queue, delete_after));
+        Self { services, state, work, task, stopped: AtomicBool::new(false) }
     }
 
     pub fn send(&self, work: ServiceWork) {
         let _ = self.work.send(work);
     }
 
+    /// Ensures the executor's Service now and returns what was done, for a
+    /// caller that must know before it goes on (the Java side, before it
+    /// creates the executor's pod). The id is marked ensured first, so the
+    /// informer's later event for that pod sends no request. A failure is
+    /// returned, not retried here: the id is unmarked, so the pod's next event
+    /// or resync tries again.
+    pub async fn ensure_now(&self, exec_id: &str) -> Result<Ensured, ServiceError> {
+        if self.stopped.load(Ordering::Relaxed) {
+            return Err(ServiceError::Stopped { app_id: self.services.app_id().to_string() });
+        }
+        self.state.gone.lock().remove(exec_id);
+        self.state.ensured.lock().insert(exec_id.to_string());
+        let outcome = self.services.ensure(exec_id).await;
+        if outcome.is_err() {
+            self.state.ensured.lock().remove(exec_id);
+        }
+        outcome
+    }
+
     /// How the Services are doing.
     pub fn health(&self) -> ServiceHealth {
-        self.counters.health()
+        self.services.counters.health()
     }
 
     /// Stops the controller and every request it has in flight (tasks on the
-    /// runtime, aborted at once).
+    /// runtime, aborted at once); `ensure_now` refuses from then on.
     pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
         self.task.abort();
     }
 }
@@ -576,16 +900,10 @@ where
 
 async fn run_controller(
     services: Arc<ExecutorServices>,
+    state: Arc<ControllerState>,
     mut queue: tokio::sync::mpsc::UnboundedReceiver<ServiceWork>,
     delete_after: Duration,
 ) {
-    type Ids = Arc<Mutex<std::collections::HashSet<String>>>;
-    // Executors whose Service is ensured (or being ensured); when every retry
-    // failed, the id is removed, so the next event or resync of that pod retries.
-    let ensured: Ids = Arc::default();
-    // Executors whose pod is gone (deleted, or no longer matching the selector):
-    // their Service is no longer wanted, unless the pod comes back.
-    let gone: Ids = Arc::default();
     let mut tasks = tokio::task::JoinSet::new();
     while let Some(work) = queue.recv().await {
         while tasks.try_join_next().is_some() {}
@@ -593,18 +911,18 @@ async fn run_controller(
             ServiceWork::Ensure(id) => vec![id],
             ServiceWork::Resync(ids) => ids,
             ServiceWork::Gone(id) => {
-                gone.lock().insert(id.clone());
+                state.gone.lock().insert(id.clone());
                 if !delete_after.is_zero() {
-                    let (services, ensured, gone) = (services.clone(), ensured.clone(), gone.clone());
+                    let (services, state) = (services.clone(), state.clone());
                     tasks.spawn(async move {
                         tokio::time::sleep(delete_after).await;
-                        let still_gone = || gone.lock().contains(&id);
+                        let still_gone = || state.gone.lock().contains(&id);
                         let delete = || {
                             let (services, id) = (services.clone(), id.clone());
                             async move { services.delete(&id).await.is_ok() }
                         };
                         if still_gone() && persist(delete, still_gone).await {
-                            ensured.lock().remove(&id);
+                            state.ensured.lock().remove(&id);
                         }
                     });
                 }
@@ -612,18 +930,18 @@ async fn run_controller(
             }
         };
         for id in ids {
-            gone.lock().remove(&id);
-            if !ensured.lock().insert(id.clone()) {
+            state.gone.lock().remove(&id);
+            if !state.ensured.lock().insert(id.clone()) {
                 continue;
             }
-            let (services, ensured, gone) = (services.clone(), ensured.clone(), gone.clone());
+            let (services, state) = (services.clone(), state.clone());
             tasks.spawn(async move {
                 let ensure = || {
                     let (services, id) = (services.clone(), id.clone());
                     async move { services.ensure(&id).await.is_ok() }
                 };
-                if !persist(ensure, || !gone.lock().contains(&id)).await {
-                    ensured.lock().remove(&id);
+                if !persist(ensure, || !state.gone.lock().contains(&id)).await {
+                    state.ensured.lock().remove(&id);
                 }
             });
         }

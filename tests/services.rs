@@ -6,13 +6,16 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Pod, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
+use spark_k8s_native::client::SetupError;
 use spark_k8s_native::driver::ExecutorTracking;
 use spark_k8s_native::informer::health::SyncState;
 use spark_k8s_native::informer::ExecutorPodInformer;
-use spark_k8s_native::services::{self, Ensured, ExecutorServices, ServiceController};
+use spark_k8s_native::services::{self, Ensured, ExecutorServices, ServiceController, ServiceError, ServiceWork};
 use spark_k8s_native::settings::Settings;
 use support::kubelet;
 use support::{eventually, unique_app_id, Identity, LocalPlane, PlaneOptions, Route};
@@ -28,13 +31,8 @@ async fn create_driver(pods: &Api<Pod>, app: &str) -> Pod {
     pods.create(&PostParams::default(), &driver).await.unwrap()
 }
 
-/// The informer with the Service controller subscribed to it, as the driver runs them.
-async fn informer(
-    plane: &LocalPlane,
-    identity: Identity,
-    app: &str,
-    extra: &[(&str, &str)],
-) -> (Arc<ExecutorPodInformer>, Arc<ServiceController>) {
+/// A driver's settings with Services on, as `identity`.
+fn services_settings(plane: &LocalPlane, identity: Identity, app: &str, extra: &[(&str, &str)]) -> Settings {
     let mut conf = plane.spark_conf(identity, Route::Direct);
     conf.insert("spark.kubernetes.executor.enableService".into(), "true".into());
     conf.insert("spark.blockManager.port".into(), PORT.to_string());
@@ -42,7 +40,17 @@ async fn informer(
     for (k, v) in extra {
         conf.insert(k.to_string(), v.to_string());
     }
-    let tracking = ExecutorTracking::connect(&Settings::from_spark_conf(&conf).unwrap(), app).await.unwrap();
+    Settings::from_spark_conf(&conf).unwrap()
+}
+
+/// The informer with the Service controller subscribed to it, as the driver runs them.
+async fn informer(
+    plane: &LocalPlane,
+    identity: Identity,
+    app: &str,
+    extra: &[(&str, &str)],
+) -> (Arc<ExecutorPodInformer>, Arc<ServiceController>) {
+    let tracking = ExecutorTracking::connect(&services_settings(plane, identity, app, extra), app).await.unwrap();
     (Arc::new(tracking.informer), tracking.services.expect("Services are on"))
 }
 
@@ -199,13 +207,111 @@ async fn with_a_cool_down_a_service_goes_after_its_pod_and_without_one_it_stays(
     }
 }
 
+/// The start-up check's error, from the informer path and the path without an informer.
+async fn start_up_error(settings: &Settings, app: &str) -> String {
+    let from_informer = match ExecutorTracking::connect(settings, app).await {
+        Err(SetupError::Access(e)) => e.to_string(),
+        Err(other) => panic!("expected the access check to fail, got {other}"),
+        Ok(_) => panic!("expected the access check to fail"),
+    };
+    let without_informer = match ServiceController::connect(settings, app).await {
+        Err(SetupError::Access(e)) => e.to_string(),
+        Err(other) => panic!("expected the access check to fail, got {other}"),
+        Ok(_) => panic!("expected the access check to fail"),
+    };
+    assert_eq!(from_informer, without_informer);
+    from_informer
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_rights_on_services_the_error_shows_and_the_informer_keeps_working() {
+async fn without_rights_on_services_driver_start_up_fails_naming_the_fix() {
     let plane = LocalPlane::shared();
     let app = unique_app_id("nosvc");
+    let message = start_up_error(&services_settings(plane, Identity::PodsOnly, &app, &[]), &app).await;
+    eprintln!("{message}");
+    let namespace = plane.namespace();
+    assert!(
+        message.contains(&format!("may not get, create and delete services in namespace {namespace}")),
+        "{message}"
+    );
+    assert!(message.contains("Grant them to the driver's service account"), "{message}");
+    assert!(message.contains("spark.kubernetes.executor.enableService=false"), "{message}");
+    // With the rights, start-up goes on.
+    let settings = services_settings(plane, Identity::Restricted, &app, &[]);
+    ExecutorTracking::connect(&settings, &app).await.unwrap().services.unwrap().stop();
+}
+
+/// A service account of its own, bound to `rules` in the plane's namespace, and a token for it.
+async fn service_account_token(plane: &LocalPlane, name: &str, rules: serde_json::Value) -> String {
+    let namespace = plane.namespace();
+    let post = PostParams::default();
+    let accounts: Api<ServiceAccount> = Api::namespaced(plane.admin(), namespace);
+    let account = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+    accounts.create(&post, &account).await.unwrap();
+    let roles: Api<Role> = Api::namespaced(plane.admin(), namespace);
+    roles
+        .create(&post, &serde_json::from_value(json!({"metadata": {"name": name}, "rules": rules})).unwrap())
+        .await
+        .unwrap();
+    let bindings: Api<RoleBinding> = Api::namespaced(plane.admin(), namespace);
+    let binding = json!({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    });
+    bindings.create(&post, &serde_json::from_value(binding).unwrap()).await.unwrap();
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec { expiration_seconds: Some(3600), ..Default::default() }),
+        ..Default::default()
+    };
+    let token = accounts.create_token_request(name, &post, &request).await.unwrap();
+    token.status.and_then(|s| s.token).expect("a token")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_account_that_may_only_get_services_is_told_which_verbs_it_lacks() {
+    let plane = LocalPlane::shared();
+    let app = unique_app_id("getonly");
+    let account = format!("{app}-driver");
+    let rules = json!([
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["services"], "verbs": ["get", "list"]},
+    ]);
+    let token = service_account_token(plane, &account, rules).await;
+    let mut conf = plane.spark_conf(Identity::PodsOnly, Route::Direct);
+    conf.remove("spark.kubernetes.authenticate.oauthTokenFile");
+    conf.insert("spark.kubernetes.authenticate.oauthToken".into(), token);
+    conf.insert("spark.kubernetes.executor.enableService".into(), "true".into());
+    conf.insert("spark.blockManager.port".into(), PORT.to_string());
+    conf.insert("spark.kubernetes.driver.pod.name".into(), format!("{app}-driver"));
+    let settings = Settings::from_spark_conf(&conf).unwrap();
+    // RBAC follows new bindings within moments; until then every verb is denied.
+    let wanted = format!("may not create and delete services in namespace {}", plane.namespace());
+    let mut message = String::new();
+    for _ in 0..50 {
+        message = start_up_error(&settings, &app).await;
+        if message.contains(&wanted) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!("{message}");
+    assert!(message.contains(&wanted), "{message}");
+    assert!(message.contains("Grant them to the driver's service account"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rights_taken_away_after_start_up_show_as_errors_and_the_informer_keeps_working() {
+    let plane = LocalPlane::shared();
+    let app = unique_app_id("revoked");
     let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
     create_driver(&pods, &app).await;
-    let (informer, services) = informer(plane, Identity::PodsOnly, &app, &[]).await;
+    // Past the start-up check (as if the rights were revoked after it): built by hand.
+    let settings = services_settings(plane, Identity::PodsOnly, &app, &[]);
+    let informer = ExecutorPodInformer::connect(&settings, &app).await.unwrap();
+    let executor_services = Arc::new(ExecutorServices::connect(&settings, &app).await.unwrap());
+    let services = Arc::new(ServiceController::spawn(executor_services, Duration::ZERO));
+    informer.subscribe(services.clone());
     informer.start().unwrap();
     // Created once the informer follows the watch, so that it arrives as a change.
     eventually("Synced", Duration::from_secs(30), || async {
@@ -224,4 +330,139 @@ async fn without_rights_on_services_the_error_shows_and_the_informer_keeps_worki
     let changes = informer.take_changes(10, Duration::from_secs(10)).unwrap();
     assert!(!changes.is_empty(), "changes still flow");
     informer.stop().await;
+}
+
+/// A Service of an executor's name as a Spark that ships its own would make it:
+/// its own labels, its own port, no `managed-by` of ours.
+async fn create_foreign_service(svcs: &Api<Service>, app: &str, exec_id: &str) -> Service {
+    let service = json!({
+        "metadata": {
+            "name": services::service_name(app, exec_id),
+            "labels": {"spark-app-selector": app, "spark-exec-id": exec_id, "spark-role": "executor"},
+        },
+        "spec": {
+            "selector": {"spark-app-selector": app, "spark-exec-id": exec_id},
+            "ports": [{"name": "spark-block-manager", "port": 7078, "targetPort": 7078}],
+        },
+    });
+    svcs.create(&PostParams::default(), &serde_json::from_value(service).unwrap()).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_of_our_name_that_another_tool_made_is_never_repaired_or_deleted() {
+    spark_k8s_native::jni::logs::install();
+    let plane = LocalPlane::shared();
+    let app = unique_app_id("foreign");
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let svcs: Api<Service> = Api::namespaced(plane.admin(), plane.namespace());
+    create_driver(&pods, &app).await;
+    let theirs = create_foreign_service(&svcs, &app, "1").await;
+    create_foreign_service(&svcs, &app, "2").await;
+    let executor_services = Arc::new(ExecutorServices::new(
+        plane.client(Identity::Restricted, Route::Direct),
+        plane.namespace(),
+        &app,
+        &format!("{app}-driver"),
+        PORT,
+        4,
+    ));
+    assert_eq!(executor_services.ensure("1").await.unwrap(), Ensured::Foreign);
+    assert_eq!(executor_services.ensure("1").await.unwrap(), Ensured::Foreign, "and again");
+    executor_services.delete("1").await.unwrap();
+    let after = svcs.get(&theirs.metadata.name.clone().unwrap()).await.unwrap();
+    assert_eq!(after.metadata.resource_version, theirs.metadata.resource_version, "untouched");
+    assert_eq!(after.spec.unwrap().ports.unwrap()[0].port, 7078);
+
+    // Through the controller, with a cool-down: ensured synchronously, then gone.
+    let controller = ServiceController::spawn(executor_services.clone(), Duration::from_millis(500));
+    assert_eq!(controller.ensure_now("2").await.unwrap(), Ensured::Foreign);
+    assert_eq!(controller.ensure_now("3").await.unwrap(), Ensured::Created, "no foreign one: ours");
+    controller.send(ServiceWork::Gone("2".into()));
+    controller.send(ServiceWork::Gone("3".into()));
+    let ours = services::service_name(&app, "3");
+    eventually("our Service to go after the cool-down", Duration::from_secs(15), || async {
+        svcs.get_opt(&ours).await.unwrap().is_none().then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(svcs.get_opt(&services::service_name(&app, "2")).await.unwrap().is_some(), "theirs stays");
+    let health = controller.health();
+    assert_eq!((health.foreign, health.created, health.deleted, health.errors), (3, 1, 1, 0), "{health:?}");
+    controller.stop();
+
+    let logged: Vec<_> = spark_k8s_native::jni::logs::take(10_000, Duration::ZERO)
+        .into_iter()
+        .filter(|r| r.message.contains(&app) && r.message.contains("not made by spark-k8s-native"))
+        .collect();
+    assert_eq!(logged.len(), 1, "once per app: {logged:?}");
+    assert_eq!(logged[0].level, 3, "INFO");
+    for exec_id in ["1", "2"] {
+        svcs.delete(&services::service_name(&app, exec_id), &Default::default()).await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ensure_now_is_synchronous_and_the_informer_sends_no_second_request_for_that_pod() {
+    let plane = LocalPlane::shared();
+    let app = unique_app_id("now");
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let svcs: Api<Service> = Api::namespaced(plane.admin(), plane.namespace());
+    create_driver(&pods, &app).await;
+    let (informer, services) = informer(plane, Identity::Restricted, &app, &[]).await;
+    informer.start().unwrap();
+    eventually("Synced", Duration::from_secs(30), || async {
+        (informer.health().state == SyncState::Synced).then_some(())
+    })
+    .await;
+    // What the Java feature step does before the pod exists.
+    assert_eq!(services.ensure_now("1").await.unwrap(), Ensured::Created);
+    assert!(svcs.get_opt(&services::service_name(&app, "1")).await.unwrap().is_some(), "there when it returns");
+    let requests = services.health().requests;
+    kubelet::create_executor(&pods, &app, 1).await.unwrap();
+    let changes = informer.take_changes(10, Duration::from_secs(10)).unwrap();
+    assert!(!changes.is_empty(), "the informer saw the pod");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let health = services.health();
+    assert_eq!(health.requests, requests, "the informer's event for the pod sent nothing: {health:?}");
+    assert_eq!((health.created, health.errors), (1, 0), "{health:?}");
+    // An executor the informer saw first is ensured again, idempotently.
+    kubelet::create_executor(&pods, &app, 2).await.unwrap();
+    let second = services::service_name(&app, "2");
+    eventually("the informer's Service", Duration::from_secs(20), || async {
+        svcs.get_opt(&second).await.unwrap().map(|_| ())
+    })
+    .await;
+    assert_eq!(services.ensure_now("2").await.unwrap(), Ensured::Unchanged);
+
+    // Once the informer stops, so does its controller: nothing is ensured behind its back.
+    informer.stop().await;
+    match services.ensure_now("3").await {
+        Err(e @ ServiceError::Stopped { .. }) => assert!(e.to_string().contains(&app), "{e}"),
+        other => panic!("expected Stopped, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_an_informer_gone_executors_reported_by_the_caller_lose_their_service_after_the_cool_down() {
+    let plane = LocalPlane::shared();
+    let app = unique_app_id("gone");
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let svcs: Api<Service> = Api::namespaced(plane.admin(), plane.namespace());
+    create_driver(&pods, &app).await;
+    let settings =
+        services_settings(plane, Identity::Restricted, &app, &[("spark.kubernetes.native.service.deleteAfter", "1s")]);
+    let controller = ServiceController::connect(&settings, &app).await.unwrap();
+    for id in ["1", "2"] {
+        assert_eq!(controller.ensure_now(id).await.unwrap(), Ensured::Created);
+    }
+    controller.send(ServiceWork::Gone("1".into()));
+    let gone = services::service_name(&app, "1");
+    eventually("the gone executor's Service to go", Duration::from_secs(15), || async {
+        svcs.get_opt(&gone).await.unwrap().is_none().then_some(())
+    })
+    .await;
+    assert!(svcs.get_opt(&services::service_name(&app, "2")).await.unwrap().is_some(), "the live one stays");
+    let health = controller.health();
+    assert_eq!((health.created, health.deleted, health.errors), (2, 1, 0), "{health:?}");
+    controller.stop();
 }

@@ -50,6 +50,10 @@ impl From<SetupError> for JniError {
             SetupError::Client(e) => {
                 JniError::Kubernetes { message: e.to_string(), status: 0, reason: "ClientConfiguration".into() }
             }
+            // The apiserver's answer to the access reviews: the requests would be refused with 403.
+            SetupError::Access(e) => {
+                JniError::Kubernetes { message: e.to_string(), status: 403, reason: "Forbidden".into() }
+            }
         }
     }
 }
@@ -62,6 +66,9 @@ impl From<InformerError> for JniError {
 
 impl From<ServiceError> for JniError {
     fn from(e: ServiceError) -> Self {
+        if let ServiceError::Stopped { .. } = e {
+            return JniError::IllegalState(format!("{e} (their informer was stopped or closed)"));
+        }
         let (status, reason) = match e.api_status() {
             // The apiserver's own reason (Forbidden, AlreadyExists, TooManyRequests, ...).
             Some(s) if !s.reason.is_empty() => (s.code, s.reason.clone()),

@@ -155,7 +155,10 @@ pub const ENABLE_SERVICE: Key = Key {
               then refused at once instead of waiting out a 2-minute connect timeout. Needs \
               `spark.blockManager.port` and `spark.kubernetes.driver.pod.name`; driver start-up fails naming the \
               missing key. The driver's service account needs `get`, `create`, `delete`, `patch` (and `update`) on \
-              services.",
+              services; driver start-up asks the apiserver (SelfSubjectAccessReview) for `get`, `create` and \
+              `delete` and fails naming the verbs it lacks. A Service of the same name that another tool made (no \
+              `app.kubernetes.io/managed-by=spark-k8s-native` label, e.g. a Spark that ships its own) is left alone: \
+              never repaired, never deleted.",
     since: V0_1,
     section: Section::ExecutorServices,
 };

@@ -11,17 +11,25 @@ use parking_lot::Mutex;
 use super::errors::JniError;
 use crate::informer::ExecutorPodInformer;
 use crate::runtime::RuntimeLease;
-use crate::services::ExecutorServices;
+use crate::services::ServiceController;
 
 /// An informer and its share of the runtime.
 pub struct InformerHandle {
     pub informer: ExecutorPodInformer,
+    /// The app's Service controller, subscribed to the informer, when Services
+    /// are on; a services handle may share it. The informer's stop stops it.
+    pub services: Option<Arc<ServiceController>>,
     pub runtime: RuntimeLease,
 }
 
-/// Executor Services managed without an informer (Spark's own sources in use).
+/// The app's executor Services, for the Java side to ensure synchronously and
+/// to report gone executors through.
 pub struct ServicesHandle {
-    pub services: ExecutorServices,
+    pub controller: Arc<ServiceController>,
+    /// Whether the controller is this handle's own (informer off), stopped
+    /// when the handle is closed; one shared with an informer is left to the
+    /// informer's close.
+    pub owns_controller: bool,
     pub runtime: RuntimeLease,
 }
 

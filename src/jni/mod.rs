@@ -11,6 +11,7 @@ pub mod handles;
 pub mod logs;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use jni::objects::{JClass, JObjectArray, JString};
@@ -19,6 +20,7 @@ use jni::{Env, EnvUnowned};
 
 use crate::driver::ExecutorTracking;
 use crate::runtime::RuntimeLease;
+use crate::services::{Ensured, ServiceController, ServiceWork};
 use crate::settings::Settings;
 use crate::wire;
 use errors::{JniError, ThrowJavaException};
@@ -45,7 +47,8 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_create<'local>(
     env.with_env(|env| -> Result<_, JniError> {
         let (settings, app_id, runtime) = prepare(env, &conf, &app_id)?;
         let tracking = runtime.block_on(ExecutorTracking::connect(&settings, &app_id))?;
-        Ok(handles::INFORMERS.register(InformerHandle { informer: tracking.informer, runtime }))
+        let handle = InformerHandle { informer: tracking.informer, services: tracking.services, runtime };
+        Ok(handles::INFORMERS.register(handle))
     })
     .resolve::<ThrowJavaException>()
 }
@@ -253,9 +256,11 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_checkSettings<'local
     .resolve::<ThrowJavaException>()
 }
 
-/// `long createServices(String[] confKeyValues, String applicationId)`: executor
-/// Services without an informer (Spark's own sources track the pods); needs
-/// `spark.kubernetes.executor.enableService=true` and its keys.
+/// `long createServices(String[] confKeyValues, String applicationId)`: the
+/// app's executor Services without an informer (Spark's own sources track the
+/// pods): a Service controller of its own, fed only through this handle. Needs
+/// `spark.kubernetes.executor.enableService=true` and its keys; fails when the
+/// apiserver says the driver may not get, create and delete services.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_sparkk8snative_NativeBridge_createServices<'local>(
     mut env: EnvUnowned<'local>,
@@ -265,16 +270,43 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_createServices<'loca
 ) -> jlong {
     env.with_env(|env| -> Result<_, JniError> {
         let (settings, app_id, runtime) = prepare(env, &conf, &app_id)?;
-        let services = runtime.block_on(crate::services::ExecutorServices::connect(&settings, &app_id))?;
-        Ok(handles::SERVICES.register(ServicesHandle { services, runtime }))
+        let controller = runtime.block_on(ServiceController::connect(&settings, &app_id))?;
+        let handle = ServicesHandle { controller: Arc::new(controller), owns_controller: true, runtime };
+        Ok(handles::SERVICES.register(handle))
+    })
+    .resolve::<ThrowJavaException>()
+}
+
+/// `long informerServices(long informerHandle)`: a services handle sharing the
+/// Service controller of an informer created with Services on, so that the
+/// Java side ensures through the one controller the informer feeds.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_informerServices<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    informer_handle: jlong,
+) -> jlong {
+    env.with_env(|_| -> Result<_, JniError> {
+        let informer = handles::INFORMERS.get(informer_handle)?;
+        let controller = informer.services.clone().ok_or_else(|| {
+            JniError::IllegalState(format!(
+                "spark-k8s-native informer handle {informer_handle} has executor Services off \
+                 ({}=false when it was created): it has no Service controller to share",
+                crate::settings::keys::ENABLE_SERVICE.name
+            ))
+        })?;
+        let runtime = RuntimeLease::acquire()
+            .map_err(|e| JniError::IllegalState(format!("cannot start the native runtime: {e}")))?;
+        Ok(handles::SERVICES.register(ServicesHandle { controller, owns_controller: false, runtime }))
     })
     .resolve::<ThrowJavaException>()
 }
 
 /// `int ensureServices(long handle, String[] executorIds)`: ensures the
-/// Service of each executor (concurrently, within the request bound); returns
-/// how many were created or repaired. The first failure is thrown, with its
-/// HTTP status, after every id was tried.
+/// Service of each executor now (concurrently, within the request bound),
+/// through the app's Service controller; returns how many were created or
+/// repaired (one another tool made is left alone and not counted). The first
+/// failure is thrown, with its HTTP status, after every id was tried.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_sparkk8snative_NativeBridge_ensureServices<'local>(
     mut env: EnvUnowned<'local>,
@@ -283,23 +315,16 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_ensureServices<'loca
     exec_ids: JObjectArray<'local, JString<'local>>,
 ) -> jint {
     env.with_env(|env| -> Result<_, JniError> {
-        if exec_ids.is_null() {
-            return Err(JniError::InvalidArgument("executorIds is null".into()));
-        }
-        let mut ids = Vec::new();
-        for i in 0..exec_ids.len(env)? {
-            let id = exec_ids.get_element(env, i)?;
-            ids.push(required_string(env, &id, &format!("executorIds[{i}]"))?);
-        }
+        let ids = string_array(env, &exec_ids, "executorIds")?;
         let handle = handles::SERVICES.get(handle)?;
-        let services = &handle.services;
-        let outcomes = handle.runtime.block_on(futures::future::join_all(ids.iter().map(|id| services.ensure(id))));
+        let controller = &handle.controller;
+        let outcomes =
+            handle.runtime.block_on(futures::future::join_all(ids.iter().map(|id| controller.ensure_now(id))));
         let mut changed = 0;
         for outcome in outcomes {
-            match outcome {
-                Ok(crate::services::Ensured::Unchanged) => {}
-                Ok(_) => changed += 1,
-                Err(e) => return Err(e.into()),
+            match outcome? {
+                Ensured::Created | Ensured::Repaired => changed += 1,
+                Ensured::Unchanged | Ensured::Foreign => {}
             }
         }
         Ok(changed)
@@ -307,15 +332,45 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_ensureServices<'loca
     .resolve::<ThrowJavaException>()
 }
 
-/// `void closeServices(long handle)`.
+/// `void servicesGone(long handle, String[] executorIds)`: these executors'
+/// pods are gone; their Services are deleted
+/// `spark.kubernetes.native.service.deleteAfter` later. With the informer off
+/// the Java side reports them (from Spark's snapshots), so the cleanup works
+/// in both modes. Returns at once.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_servicesGone<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    exec_ids: JObjectArray<'local, JString<'local>>,
+) {
+    env.with_env(|env| -> Result<_, JniError> {
+        let ids = string_array(env, &exec_ids, "executorIds")?;
+        let handle = handles::SERVICES.get(handle)?;
+        for id in ids {
+            handle.controller.send(ServiceWork::Gone(id));
+        }
+        Ok(())
+    })
+    .resolve::<ThrowJavaException>()
+}
+
+/// `void closeServices(long handle)`: stops the handle's own controller; one
+/// shared with an informer keeps running until that informer stops.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_sparkk8snative_NativeBridge_closeServices<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
     handle: jlong,
 ) {
-    env.with_env(|_| -> Result<_, JniError> { handles::SERVICES.remove(handle).map(drop) })
-        .resolve::<ThrowJavaException>()
+    env.with_env(|_| -> Result<_, JniError> {
+        let handle = handles::SERVICES.remove(handle)?;
+        if handle.owns_controller {
+            handle.controller.stop();
+        }
+        Ok(())
+    })
+    .resolve::<ThrowJavaException>()
 }
 
 /// `int openHandles()`: informers and Services handles created and not closed.
@@ -345,6 +400,19 @@ fn prepare(
     let runtime =
         RuntimeLease::acquire().map_err(|e| JniError::IllegalState(format!("cannot start the native runtime: {e}")))?;
     Ok((settings, app_id, runtime))
+}
+
+/// A `String[]` with no null element.
+fn string_array(env: &mut Env<'_>, array: &JObjectArray<'_, JString<'_>>, name: &str) -> Result<Vec<String>, JniError> {
+    if array.is_null() {
+        return Err(JniError::InvalidArgument(format!("{name} is null")));
+    }
+    let mut values = Vec::new();
+    for i in 0..array.len(env)? {
+        let value = array.get_element(env, i)?;
+        values.push(required_string(env, &value, &format!("{name}[{i}]"))?);
+    }
+    Ok(values)
 }
 
 fn required_string(env: &mut Env<'_>, value: &JString<'_>, name: &str) -> Result<String, JniError> {

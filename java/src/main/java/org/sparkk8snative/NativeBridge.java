@@ -54,12 +54,29 @@ final class NativeBridge {
   /** Parses SparkConf entries as create does; throws IllegalArgumentException naming a bad key. */
   static native void checkSettings(String[] confKeyValues);
 
-  /** Executor Services without an informer; needs spark.kubernetes.executor.enableService=true. */
+  /**
+   * Executor Services without an informer, with a Service controller of their own; needs
+   * spark.kubernetes.executor.enableService=true and the driver's right to get, create and delete
+   * services (asked of the apiserver; a denial throws SparkK8sNativeException, 403 Forbidden).
+   */
   static native long createServices(String[] confKeyValues, String applicationId);
 
-  /** Ensures each executor's Service; returns how many were created or repaired. */
+  /**
+   * A Services handle sharing the Service controller of an informer created with Services on;
+   * throws IllegalStateException when that informer has Services off or is closed.
+   */
+  static native long informerServices(long informerHandle);
+
+  /**
+   * Ensures each executor's Service now; returns how many were created or repaired (a Service of
+   * the name that another tool made is left alone and not counted).
+   */
   static native int ensureServices(long handle, String[] executorIds);
 
+  /** These executors' pods are gone: their Services go deleteAfter later. Returns at once. */
+  static native void servicesGone(long handle, String[] executorIds);
+
+  /** Stops the handle's own Service controller; one shared with an informer keeps running. */
   static native void closeServices(long handle);
 
   /**

@@ -40,6 +40,11 @@ public final class NativeInformer implements AutoCloseable {
     return applicationId;
   }
 
+  /** The native handle, for executor Services that share this informer's Service controller. */
+  long handleId() {
+    return handle;
+  }
+
   /** Starts listing and watching in the background; returns at once. A second start throws. */
   public void start() {
     NativeBridge.start(handle);

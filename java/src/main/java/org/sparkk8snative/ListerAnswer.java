@@ -1,25 +1,110 @@
 package org.sparkk8snative;
 
 import java.util.List;
+import java.util.Objects;
 
-/** What the lister answers: a full snapshot, "unchanged since your view", or not ready. */
-public sealed interface ListerAnswer {
+/**
+ * What the lister answers: a full snapshot, "unchanged since your view", or not ready. Exactly
+ * these three (the constructor is private); value classes rather than records, as the Spark 3.5
+ * artifact is compiled for Java 8.
+ */
+public abstract class ListerAnswer {
+  private ListerAnswer() {}
+
   /**
    * Every cached pod; those the caller holds (generation at or below its known view) without JSON.
-   *
-   * @param view identifies these contents; pass it as {@code knownView} next time
-   * @param frameBytes bytes that crossed JNI for this answer
    */
-  record Ready(List<PodBatch.Entry> entries, long view, int frameBytes) implements ListerAnswer {}
+  public static final class Ready extends ListerAnswer {
+    private final List<PodBatch.Entry> entries;
+    private final long view;
+    private final int frameBytes;
+
+    /**
+     * @param view identifies these contents; pass it as {@code knownView} next time
+     * @param frameBytes bytes that crossed JNI for this answer
+     */
+    public Ready(List<PodBatch.Entry> entries, long view, int frameBytes) {
+      this.entries = entries;
+      this.view = view;
+      this.frameBytes = frameBytes;
+    }
+
+    public List<PodBatch.Entry> entries() {
+      return entries;
+    }
+
+    public long view() {
+      return view;
+    }
+
+    public int frameBytes() {
+      return frameBytes;
+    }
+
+    @Override
+    public String toString() {
+      return "Ready[" + entries.size() + " entries, view " + view + ", " + frameBytes + " bytes]";
+    }
+  }
 
   /**
    * The cache is exactly as the caller's previous snapshot showed it: hand that one to Spark again.
    */
-  record Unchanged(long view) implements ListerAnswer {}
+  public static final class Unchanged extends ListerAnswer {
+    private final long view;
+
+    public Unchanged(long view) {
+      this.view = view;
+    }
+
+    public long view() {
+      return view;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof Unchanged && ((Unchanged) o).view == view;
+    }
+
+    @Override
+    public int hashCode() {
+      return Long.hashCode(view);
+    }
+
+    @Override
+    public String toString() {
+      return "Unchanged[view " + view + "]";
+    }
+  }
 
   /**
    * No full snapshot may be taken now (the cache is unsynced, stale or relisting after a stale
    * spell).
    */
-  record NotReady(String reason) implements ListerAnswer {}
+  public static final class NotReady extends ListerAnswer {
+    private final String reason;
+
+    public NotReady(String reason) {
+      this.reason = reason;
+    }
+
+    public String reason() {
+      return reason;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof NotReady && Objects.equals(((NotReady) o).reason, reason);
+    }
+
+    @Override
+    public int hashCode() {
+      return Objects.hashCode(reason);
+    }
+
+    @Override
+    public String toString() {
+      return "NotReady[" + reason + "]";
+    }
+  }
 }

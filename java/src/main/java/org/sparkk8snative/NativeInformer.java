@@ -1,5 +1,6 @@
 package org.sparkk8snative;
 
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 
@@ -61,7 +62,9 @@ public final class NativeInformer implements AutoCloseable {
    */
   public List<PodBatch.Entry> pollChanges(int maxBatch, long timeoutMillis) {
     byte[] frame = NativeBridge.pollChanges(handle, maxBatch, timeoutMillis);
-    return frame == null ? null : frame.length == 0 ? List.of() : Wire.changes(frame);
+    return frame == null
+        ? null
+        : frame.length == 0 ? Collections.<PodBatch.Entry>emptyList() : Wire.changes(frame);
   }
 
   /**

@@ -9,7 +9,6 @@ import java.nio.file.StandardCopyOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 
@@ -76,18 +75,28 @@ public final class NativeLibrary {
     return loadedFrom;
   }
 
+  /** Every byte of a stream ({@code InputStream.readAllBytes} is Java 9). */
+  private static byte[] readAll(InputStream in) throws IOException {
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    byte[] buffer = new byte[1 << 16];
+    for (int n; (n = in.read(buffer)) > 0; ) {
+      out.write(buffer, 0, n);
+    }
+    return out.toByteArray();
+  }
+
   /** The os-arch directory of the bundled library, e.g. {@code linux-x86_64}. */
   public static String platform() {
     String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
     String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
     String osPart =
         os.contains("linux") ? "linux" : os.contains("mac") ? "darwin" : os.replace(' ', '_');
-    String archPart =
-        switch (arch) {
-          case "amd64", "x86_64" -> "x86_64";
-          case "aarch64", "arm64" -> "aarch64";
-          default -> arch;
-        };
+    String archPart = arch;
+    if (arch.equals("amd64") || arch.equals("x86_64")) {
+      archPart = "x86_64";
+    } else if (arch.equals("aarch64") || arch.equals("arm64")) {
+      archPart = "aarch64";
+    }
     return osPart + "-" + archPart;
   }
 
@@ -104,7 +113,7 @@ public final class NativeLibrary {
 
   private static String locateAndLoad(List<String> tried) {
     String explicit = System.getProperty(PATH_PROPERTY);
-    if (explicit != null && !explicit.isBlank()) {
+    if (explicit != null && !explicit.trim().isEmpty()) {
       try {
         System.load(Paths.get(explicit).toAbsolutePath().toString());
         return explicit;
@@ -130,7 +139,7 @@ public final class NativeLibrary {
       if (in == null) {
         tried.add("bundled " + resource + ": not in this jar (no build for " + platform() + ")");
       } else {
-        Path file = extract(in.readAllBytes());
+        Path file = extract(readAll(in));
         try {
           System.load(file.toString());
           return "jar:" + resource + " -> " + file;
@@ -180,7 +189,11 @@ public final class NativeLibrary {
 
   private static String sha256(byte[] bytes) {
     try {
-      return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
+      StringBuilder hex = new StringBuilder(64);
+      for (byte b : MessageDigest.getInstance("SHA-256").digest(bytes)) {
+        hex.append(Character.forDigit((b >> 4) & 0xf, 16)).append(Character.forDigit(b & 0xf, 16));
+      }
+      return hex.toString();
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException(e);
     }

@@ -64,12 +64,16 @@ public final class NativeLogBridge {
 
   private static void log(int level, String target, String message) {
     Logger logger = loggerFor(target);
-    switch (level) {
-      case 1 -> logger.error(message);
-      case 2 -> logger.warn(message);
-      case 3 -> logger.info(message);
-      case 4 -> logger.debug(message);
-      default -> logger.trace(message);
+    if (level == 1) {
+      logger.error(message);
+    } else if (level == 2) {
+      logger.warn(message);
+    } else if (level == 3) {
+      logger.info(message);
+    } else if (level == 4) {
+      logger.debug(message);
+    } else {
+      logger.trace(message);
     }
   }
 

@@ -14,8 +14,6 @@ import org.slf4j.LoggerFactory;
 import org.sparkk8snative.ListerAnswer;
 import org.sparkk8snative.NativeInformer;
 import org.sparkk8snative.PodBatch;
-import scala.collection.immutable.Seq;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Every {@code listerPollingInterval}, replaces Spark's snapshot with the native cache's contents
@@ -43,7 +41,7 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
   /** The pods of the last snapshot by name, and that snapshot as handed to Spark. */
   private Map<String, Pod> held = new HashMap<>();
 
-  private Seq<Pod> lastSnapshot;
+  private scala.collection.immutable.List<Pod> lastSnapshot;
 
   /** Pods of the snapshot being handed over that came with their JSON. */
   private int changedPods;
@@ -63,7 +61,41 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
    * how many came with their JSON (changed since the previous round), and the bytes that crossed
    * JNI.
    */
-  public record Round(long nanos, long sparkNanos, int pods, int changedPods, int frameBytes) {}
+  public static final class Round {
+    private final long nanos;
+    private final long sparkNanos;
+    private final int pods;
+    private final int changedPods;
+    private final int frameBytes;
+
+    Round(long nanos, long sparkNanos, int pods, int changedPods, int frameBytes) {
+      this.nanos = nanos;
+      this.sparkNanos = sparkNanos;
+      this.pods = pods;
+      this.changedPods = changedPods;
+      this.frameBytes = frameBytes;
+    }
+
+    public long nanos() {
+      return nanos;
+    }
+
+    public long sparkNanos() {
+      return sparkNanos;
+    }
+
+    public int pods() {
+      return pods;
+    }
+
+    public int changedPods() {
+      return changedPods;
+    }
+
+    public int frameBytes() {
+      return frameBytes;
+    }
+  }
 
   NativeListerSnapshotSource(
       ExecutorPodsSnapshotsStore store, SharedNativeInformer shared, long intervalMillis) {
@@ -97,8 +129,8 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
     try {
       long began = System.nanoTime();
       ListerAnswer answer = informer.listerSnapshot(knownView);
-      if (answer instanceof ListerAnswer.NotReady notReady) {
-        skip(notReady.reason());
+      if (answer instanceof ListerAnswer.NotReady) {
+        skip(((ListerAnswer.NotReady) answer).reason());
         if (!hadSnapshot) {
           next = Math.min(intervalMillis, FIRST_SNAPSHOT_RETRY_MILLIS);
         }
@@ -120,10 +152,11 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
 
   private void replace(ListerAnswer answer, long began) {
     changedPods = 0;
-    Seq<Pod> pods;
+    scala.collection.immutable.List<Pod> pods;
     long view;
     int frameBytes;
-    if (answer instanceof ListerAnswer.Ready ready) {
+    if (answer instanceof ListerAnswer.Ready) {
+      ListerAnswer.Ready ready = (ListerAnswer.Ready) answer;
       pods = assemble(ready.entries());
       view = ready.view();
       frameBytes = ready.frameBytes();
@@ -158,7 +191,7 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
   /**
    * Spark's list of the snapshot's pods, reusing those held; null if an unchanged one is not held.
    */
-  private Seq<Pod> assemble(List<PodBatch.Entry> entries) {
+  private scala.collection.immutable.List<Pod> assemble(List<PodBatch.Entry> entries) {
     List<Pod> pods = new ArrayList<>(entries.size());
     Map<String, Pod> current = new HashMap<>(entries.size() * 2);
     for (PodBatch.Entry entry : entries) {
@@ -174,7 +207,7 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
       pods.add(pod);
     }
     held = current;
-    return CollectionConverters.asScala(pods).toSeq();
+    return ScalaCollections.toScalaList(pods);
   }
 
   private void skip(String reason) {

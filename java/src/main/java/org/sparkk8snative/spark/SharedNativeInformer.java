@@ -23,7 +23,23 @@ final class SharedNativeInformer {
    */
   private static final KubernetesSerialization SERIALIZATION = new KubernetesSerialization();
 
-  private record Decoded(long generation, Pod pod) {}
+  private static final class Decoded {
+    private final long generation;
+    private final Pod pod;
+
+    Decoded(long generation, Pod pod) {
+      this.generation = generation;
+      this.pod = pod;
+    }
+
+    long generation() {
+      return generation;
+    }
+
+    Pod pod() {
+      return pod;
+    }
+  }
 
   /** The latest decoded state of each live pod. */
   private final Map<String, Decoded> decoded = new ConcurrentHashMap<>();

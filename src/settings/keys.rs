@@ -195,6 +195,21 @@ pub const SERVICE_DELETE_AFTER: Key = Key {
     section: Section::ExecutorServices,
 };
 
+pub const SERVICE_ADVERTISED_NAME: Key = Key {
+    name: "spark.kubernetes.native.service.advertisedName",
+    java: "SERVICE_ADVERTISED_NAME",
+    default: Default::Value("short"),
+    meaning: "The name an executor advertises for its block manager. `short`: the Service's name, \
+              `svc-<appId>-exec-<execId>`, which resolves from every pod of the executors' namespace (its peers, \
+              a driver pod there). `namespaced`: `<service>.<namespace>.svc`, which resolves from every pod of the \
+              cluster, for a client-mode driver whose process runs in another namespace (its pod, the Services' \
+              owner, is in the executors' namespace, as Spark requires); inside the executor's pod a host alias \
+              maps that name to 0.0.0.0, so the executor binds to all its addresses. A driver outside the cluster \
+              cannot reach ClusterIP Services at all: leave Services off there.",
+    since: V0_1,
+    section: Section::ExecutorServices,
+};
+
 pub const SERVICE_MAX_CONCURRENT_REQUESTS: Key = Key {
     name: "spark.kubernetes.native.service.maxConcurrentRequests",
     java: "SERVICE_MAX_CONCURRENT_REQUESTS",
@@ -210,7 +225,7 @@ pub const PODS_ALLOCATOR: Key = Key {
     java: "PODS_ALLOCATOR",
     default: Default::Value("direct"),
     meaning: "Spark's own key. Set it to `org.sparkk8snative.spark.NativeExecutorPodsAllocator` to let \
-              `spark.kubernetes.executor.enableInformer` take effect on unmodified Spark 4.x. The class is Spark's \
+              `spark.kubernetes.executor.enableInformer` take effect on unmodified Spark 3.5 and 4.x. The class is Spark's \
               allocator plus the native sources.",
     since: "3.3.0",
     section: Section::PluggingIntoSpark,
@@ -359,6 +374,7 @@ pub const ALL: &[Key] = &[
     BLOCK_MANAGER_PORT,
     DRIVER_POD_NAME,
     SERVICE_DELETE_AFTER,
+    SERVICE_ADVERTISED_NAME,
     SERVICE_MAX_CONCURRENT_REQUESTS,
     PODS_ALLOCATOR,
     ENABLE_API_WATCHER,

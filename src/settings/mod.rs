@@ -119,6 +119,17 @@ pub struct ServiceSettings {
     pub delete_after: Duration,
     /// Requests for Services in flight at most.
     pub max_concurrent_requests: usize,
+    /// The name executors advertise (the Java feature step writes it into the pod).
+    pub advertised_name: AdvertisedName,
+}
+
+/// `spark.kubernetes.native.service.advertisedName`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdvertisedName {
+    /// The Service's name: resolves within the executors' namespace.
+    Short,
+    /// `<service>.<namespace>.svc`: resolves from every pod of the cluster.
+    Namespaced,
 }
 
 /// Everything the native side reads from `SparkConf`.
@@ -246,6 +257,17 @@ impl Settings {
                 driver_pod_name: driver_pod_name.to_string(),
                 delete_after: conf.duration(&keys::SERVICE_DELETE_AFTER)?,
                 max_concurrent_requests: conf.count(&keys::SERVICE_MAX_CONCURRENT_REQUESTS)? as usize,
+                advertised_name: match conf.value(&keys::SERVICE_ADVERTISED_NAME).trim() {
+                    "short" => AdvertisedName::Short,
+                    "namespaced" => AdvertisedName::Namespaced,
+                    other => {
+                        return Err(SettingsError::new(
+                            keys::SERVICE_ADVERTISED_NAME.name,
+                            other,
+                            "must be short or namespaced",
+                        ))
+                    }
+                },
             })
         } else {
             None
@@ -618,7 +640,26 @@ mod tests {
             (keys::DRIVER_POD_NAME.name, "driver"),
         ]))
         .unwrap();
-        assert_eq!(s.services.unwrap().delete_after, Duration::from_secs(300), "SPARK-52505's cool-down");
+        let services = s.services.unwrap();
+        assert_eq!(services.delete_after, Duration::from_secs(300), "SPARK-52505's cool-down");
+        assert_eq!(services.advertised_name, AdvertisedName::Short);
+    }
+
+    #[test]
+    fn executors_advertise_the_short_or_the_namespaced_name() {
+        let with_style = |style: &str| {
+            Settings::from_spark_conf(&conf(&[
+                (keys::ENABLE_SERVICE.name, "true"),
+                (keys::BLOCK_MANAGER_PORT.name, "7079"),
+                (keys::DRIVER_POD_NAME.name, "driver"),
+                (keys::SERVICE_ADVERTISED_NAME.name, style),
+            ]))
+        };
+        assert_eq!(with_style("namespaced").unwrap().services.unwrap().advertised_name, AdvertisedName::Namespaced);
+        assert_eq!(with_style(" short ").unwrap().services.unwrap().advertised_name, AdvertisedName::Short);
+        let e = with_style("fqdn").unwrap_err();
+        assert_eq!(e.key, keys::SERVICE_ADVERTISED_NAME.name);
+        assert!(e.reason.contains("short or namespaced"), "{e}");
     }
 
     #[test]

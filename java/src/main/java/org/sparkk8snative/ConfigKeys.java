@@ -56,6 +56,10 @@ public final class ConfigKeys {
   public static final String SERVICE_DELETE_AFTER = "spark.kubernetes.native.service.deleteAfter";
   public static final String SERVICE_DELETE_AFTER_DEFAULT = "300s";
 
+  /** Default: short. */
+  public static final String SERVICE_ADVERTISED_NAME = "spark.kubernetes.native.service.advertisedName";
+  public static final String SERVICE_ADVERTISED_NAME_DEFAULT = "short";
+
   /** Default: 10. */
   public static final String SERVICE_MAX_CONCURRENT_REQUESTS = "spark.kubernetes.native.service.maxConcurrentRequests";
   public static final String SERVICE_MAX_CONCURRENT_REQUESTS_DEFAULT = "10";

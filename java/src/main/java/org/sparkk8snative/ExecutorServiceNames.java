@@ -11,4 +11,13 @@ public final class ExecutorServiceNames {
   public static String serviceName(String applicationId, String executorId) {
     return NativeBridge.executorServiceName(applicationId, executorId);
   }
+
+  /**
+   * {@code <service>.<namespace>.svc}: the Service's name as every pod of the cluster resolves it
+   * (pods search {@code svc.<cluster domain>}), where the short name resolves only in its
+   * namespace.
+   */
+  public static String namespacedName(String serviceName, String namespace) {
+    return serviceName + "." + namespace + ".svc";
+  }
 }

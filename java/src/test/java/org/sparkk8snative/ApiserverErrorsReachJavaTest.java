@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -12,24 +11,27 @@ import org.junit.jupiter.api.Test;
 class ApiserverErrorsReachJavaTest {
 
   @Test
-  void aForbiddenServiceWriteIsAForbiddenException() {
+  void withoutRightsOnServicesTheServicesAreRefusedAtCreationNamingTheFix() {
     TestPlane plane = TestPlane.get();
     String app = TestPlane.uniqueAppId("forbidden");
     String driver = plane.createDriver(app).getMetadata().getName();
     Map<String, String> conf = plane.sparkConf(false);
-    // An identity with rights on pods only: every Service write is refused.
+    // An identity with rights on pods only: the start-up check of the rights on Services refuses
+    // before any executor is built, naming what is missing and how to fix it.
     conf.put(
         "spark.kubernetes.authenticate.oauthTokenFile",
         plane.var("LOCALPLANE_PODS_ONLY_TOKEN_FILE"));
     conf.put(ConfigKeys.ENABLE_SERVICE, "true");
     conf.put(ConfigKeys.BLOCK_MANAGER_PORT, "7079");
     conf.put(ConfigKeys.DRIVER_POD_NAME, driver);
-    try (NativeExecutorServices services = NativeExecutorServices.create(conf, app)) {
+    try {
       SparkK8sNativeException e =
-          assertThrows(SparkK8sNativeException.class, () -> services.ensure(List.of("1")));
+          assertThrows(
+              SparkK8sNativeException.class, () -> NativeExecutorServices.create(conf, app));
       assertEquals(403, e.httpStatus(), e.getMessage());
       assertEquals("Forbidden", e.reason(), e.getMessage());
-      assertTrue(e.getMessage().contains("svc-"), "names the Service: " + e.getMessage());
+      assertTrue(e.getMessage().contains("get, create and delete"), e.getMessage());
+      assertTrue(e.getMessage().contains(ConfigKeys.ENABLE_SERVICE + "=false"), e.getMessage());
     } finally {
       plane.admin().pods().withName(driver).delete();
     }

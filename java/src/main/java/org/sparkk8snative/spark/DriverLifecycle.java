@@ -1,5 +1,6 @@
 package org.sparkk8snative.spark;
 
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerApplicationEnd;
@@ -22,10 +23,26 @@ final class DriverLifecycle {
   /**
    * Follows the driver of {@code backend}: {@code onApplicationStart} runs when the application
    * starts (at once if the SparkContext cannot be reached), {@code onEnd} when it ends and at JVM
-   * exit (so it must be idempotent). A callback's failure is logged.
+   * exit, through Spark's shutdown hooks, after the SparkContext's own (so it must be idempotent).
+   * A callback's failure is logged.
+   *
+   * @return what runs {@code onEnd} and removes the shutdown hook: the caller's own stop, so that a
+   *     stopped driver leaves no hook (and nothing it holds) behind in the JVM
    */
-  static void follow(
+  static Runnable follow(
       KubernetesClusterSchedulerBackend backend, Runnable onApplicationStart, Runnable onEnd) {
+    AtomicReference<Object> hook = new AtomicReference<>();
+    Runnable end =
+        () -> {
+          try {
+            onEnd.run();
+          } finally {
+            Object registered = hook.getAndSet(null);
+            if (registered != null) {
+              SparkInternals.removeShutdownHook(registered);
+            }
+          }
+        };
     SparkContext context = SparkInternals.sparkContextOf(backend);
     if (context != null) {
       context.addSparkListener(
@@ -36,15 +53,15 @@ final class DriverLifecycle {
             }
 
             @Override
-            public void onApplicationEnd(SparkListenerApplicationEnd end) {
-              run("application end", onEnd);
+            public void onApplicationEnd(SparkListenerApplicationEnd applicationEnd) {
+              run("application end", end);
             }
           });
     } else {
       run("allocator start, for want of the SparkContext", onApplicationStart);
     }
-    Runtime.getRuntime()
-        .addShutdownHook(new Thread(() -> run("JVM exit", onEnd), "spark-k8s-native-shutdown"));
+    hook.set(SparkInternals.addShutdownHook(() -> run("JVM exit", onEnd)));
+    return () -> run("allocator stop", end);
   }
 
   private static void run(String milestone, Runnable callback) {

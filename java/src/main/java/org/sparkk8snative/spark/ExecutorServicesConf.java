@@ -3,6 +3,8 @@ package org.sparkk8snative.spark;
 import static org.sparkk8snative.ConfigKeys.ENABLE_SERVICE;
 import static org.sparkk8snative.ConfigKeys.ENABLE_SERVICE_DEFAULT;
 import static org.sparkk8snative.ConfigKeys.EXECUTOR_FEATURE_STEPS;
+import static org.sparkk8snative.ConfigKeys.SERVICE_ADVERTISED_NAME;
+import static org.sparkk8snative.ConfigKeys.SERVICE_ADVERTISED_NAME_DEFAULT;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -19,6 +21,16 @@ final class ExecutorServicesConf {
 
   static boolean enabled(SparkConf conf) {
     return SparkConfValues.flag(conf, ENABLE_SERVICE, ENABLE_SERVICE_DEFAULT);
+  }
+
+  /**
+   * Whether executors advertise {@code <service>.<namespace>.svc} ({@code
+   * spark.kubernetes.native.service.advertisedName=namespaced}) rather than the Service's short
+   * name; the native side has validated the value (see {@link #check}).
+   */
+  static boolean advertisesNamespacedName(SparkConf conf) {
+    return "namespaced"
+        .equals(conf.get(SERVICE_ADVERTISED_NAME, SERVICE_ADVERTISED_NAME_DEFAULT).trim());
   }
 
   /**
@@ -56,7 +68,7 @@ final class ExecutorServicesConf {
     List<String> steps = new ArrayList<>();
     if (conf.contains(EXECUTOR_FEATURE_STEPS)) {
       for (String existing : conf.get(EXECUTOR_FEATURE_STEPS).split(",")) {
-        if (!existing.isBlank()) {
+        if (!existing.trim().isEmpty()) {
           steps.add(existing.trim());
         }
       }

@@ -7,10 +7,10 @@ import org.slf4j.LoggerFactory;
 import org.sparkk8snative.NativeLibrary;
 
 /**
- * What the allocator runs beside Spark's own allocation for one application, as the mode asks: the
- * native snapshot sources and their metrics (informer on), or the executor Services (informer off,
- * Services on). Stopped once, by whichever comes first of the allocator's stop, the application's
- * end and JVM exit.
+ * What the allocator runs beside Spark's own allocation for one application, as the mode and the
+ * conf ask: the native snapshot sources and their metrics (informer on), and the executor Services
+ * (Services on, following the informer or Spark's snapshots). Stopped once, by whichever comes
+ * first of the allocator's stop, the application's end and JVM exit.
  */
 final class NativeApplicationParts {
   private static final Logger LOG = LoggerFactory.getLogger(NativeApplicationParts.class);
@@ -22,19 +22,17 @@ final class NativeApplicationParts {
 
   private final NativeMetricsRegistration metrics;
 
-  /** With the informer off and Services on; otherwise null. */
-  private final ExecutorServicesWithoutInformer servicesWithoutInformer;
+  /** With Services on; otherwise null. */
+  private final ApplicationExecutorServices services;
 
   private boolean stopped;
 
   private NativeApplicationParts(
-      String applicationId,
-      NativeSnapshotSources sources,
-      ExecutorServicesWithoutInformer servicesWithoutInformer) {
+      String applicationId, NativeSnapshotSources sources, ApplicationExecutorServices services) {
     this.applicationId = applicationId;
     this.sources = sources;
     this.metrics = sources == null ? null : new NativeMetricsRegistration(sources);
-    this.servicesWithoutInformer = servicesWithoutInformer;
+    this.services = services;
   }
 
   /**
@@ -48,21 +46,33 @@ final class NativeApplicationParts {
       SparkConf conf,
       ExecutorPodsSnapshotsStore store,
       String applicationId) {
+    boolean withServices = ExecutorServicesConf.enabled(conf);
     if (mode == SnapshotSourceMode.NATIVE) {
       NativeSnapshotSources sources = NativeSnapshotSources.create(conf, store);
       sources.start(applicationId);
+      ApplicationExecutorServices services = null;
+      try {
+        if (withServices) {
+          services =
+              ApplicationExecutorServices.followingInformer(sources.informer(), applicationId);
+        }
+      } catch (RuntimeException e) {
+        sources.stop();
+        throw e;
+      }
       LOG.info(
           "Executor pods of {} are tracked by the native informer and lister ({}): Spark's watch and "
               + "polling sources are off; snapshots every {} ms from the local cache",
           applicationId,
           NativeLibrary.nativeVersion(),
           NativeSnapshotSources.listerIntervalMillis(conf));
-      return new NativeApplicationParts(applicationId, sources, null);
+      return new NativeApplicationParts(applicationId, sources, services);
     }
-    if (ExecutorServicesConf.enabled(conf)) {
-      ExecutorServicesWithoutInformer services =
-          ExecutorServicesWithoutInformer.create(conf, applicationId);
-      return new NativeApplicationParts(applicationId, null, services);
+    if (withServices) {
+      return new NativeApplicationParts(
+          applicationId,
+          null,
+          ApplicationExecutorServices.followingSparkSnapshots(conf, store, applicationId));
     }
     return null;
   }
@@ -74,14 +84,6 @@ final class NativeApplicationParts {
     }
   }
 
-  /**
-   * The Services to ensure for the executors the allocator requests, or null when the informer sees
-   * to them.
-   */
-  ExecutorServicesWithoutInformer servicesWithoutInformer() {
-    return servicesWithoutInformer;
-  }
-
   /** Stops every part, each whatever became of the others; idempotent. */
   void stop() {
     synchronized (this) {
@@ -90,9 +92,9 @@ final class NativeApplicationParts {
       }
       stopped = true;
     }
-    if (servicesWithoutInformer != null) {
+    if (services != null) {
       try {
-        servicesWithoutInformer.close();
+        services.close();
       } catch (RuntimeException e) {
         LOG.warn("Could not close the executor Services of {}", applicationId, e);
       }

@@ -10,14 +10,18 @@ import org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBuilder;
 import org.apache.spark.util.Clock;
 
 /**
- * The drop-in for unmodified Spark 4.x: set {@code
+ * The drop-in for unmodified Spark 3.5 and 4.x: set {@code
  * spark.kubernetes.allocation.pods.allocator=org.sparkk8snative.spark.NativeExecutorPodsAllocator}.
- * It is Spark's own allocator (Spark's backend checks {@code instanceof ExecutorPodsAllocator}),
- * plus, with {@code spark.kubernetes.executor.enableInformer=true}: it turns Spark's watch and
- * polling sources off (Spark reads their switches when it constructs them, right after this
- * allocator) and runs the native informer and lister sources instead. With the flag off it is
- * exactly Spark's allocator, unless executor Services are on, which it then ensures for the
- * executors it requests.
+ * It is Spark's own allocator (Spark 4.2's backend checks {@code instanceof
+ * ExecutorPodsAllocator}), plus, with {@code spark.kubernetes.executor.enableInformer=true}: it
+ * turns Spark's watch and polling sources off (Spark reads their switches when it constructs them,
+ * right after this allocator) and runs the native informer and lister sources instead. With
+ * executor Services on, it runs the application's Services, which its feature step ensures as Spark
+ * builds executor pods. With both off it is exactly Spark's allocator.
+ *
+ * <p>It overrides only {@code start} and {@code stop}, whose signatures are the same on every Spark
+ * line: an override of a method whose parameter types differ between lines (as {@code
+ * requestNewExecutors}' do) would silently never run on some of them.
  *
  * <p>Only what has to be in Spark's subclass is here; the work is done by {@link
  * SnapshotSourceMode}, {@link ExecutorServicesConf}, {@link NativeApplicationParts} and {@link
@@ -28,8 +32,8 @@ public class NativeExecutorPodsAllocator extends ExecutorPodsAllocator {
   private final ExecutorPodsSnapshotsStore store;
   private final SnapshotSourceMode mode;
 
-  /** What runs beside Spark's allocation once started, or null. */
-  private volatile NativeApplicationParts parts;
+  /** Stops what runs beside Spark's allocation, once started; null before. */
+  private volatile Runnable stopParts;
 
   /** Spark's constructor; the conf is adjusted here because Spark reads it right after. */
   public NativeExecutorPodsAllocator(
@@ -51,37 +55,17 @@ public class NativeExecutorPodsAllocator extends ExecutorPodsAllocator {
     super.start(applicationId, schedulerBackend);
     NativeApplicationParts started = NativeApplicationParts.start(mode, conf, store, applicationId);
     if (started != null) {
-      parts = started;
-      DriverLifecycle.follow(schedulerBackend, started::applicationStarted, started::stop);
+      stopParts =
+          DriverLifecycle.follow(schedulerBackend, started::applicationStarted, started::stop);
     }
-  }
-
-  /** Creates executor pods as Spark does; then, with the informer off, ensures their Services. */
-  @Override
-  public void requestNewExecutors(
-      int numExecutorsToAllocate,
-      String applicationId,
-      int resourceProfileId,
-      scala.collection.immutable.Set<String> pvcsInUse) {
-    NativeApplicationParts running = parts;
-    ExecutorServicesWithoutInformer services =
-        running == null ? null : running.servicesWithoutInformer();
-    if (services == null) {
-      super.requestNewExecutors(
-          numExecutorsToAllocate, applicationId, resourceProfileId, pvcsInUse);
-      return;
-    }
-    int lastIdBefore = SparkInternals.lastExecutorId(this);
-    super.requestNewExecutors(numExecutorsToAllocate, applicationId, resourceProfileId, pvcsInUse);
-    services.ensureNewExecutors(lastIdBefore, SparkInternals.lastExecutorId(this));
   }
 
   @Override
   public void stop(String applicationId) {
-    NativeApplicationParts running = parts;
+    Runnable running = stopParts;
     try {
       if (running != null) {
-        running.stop();
+        running.run();
       }
     } finally {
       super.stop(applicationId);

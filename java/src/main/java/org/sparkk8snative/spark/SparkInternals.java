@@ -1,18 +1,18 @@
 package org.sparkk8snative.spark;
 
 import java.lang.reflect.Field;
-import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.spark.SparkContext;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.metrics.source.Source;
-import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsAllocator;
 import org.apache.spark.scheduler.cluster.k8s.KubernetesClusterSchedulerBackend;
+import org.apache.spark.util.ShutdownHookManager;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import scala.runtime.AbstractFunction0;
+import scala.runtime.BoxedUnit;
 
 /**
  * Every reach of this library into members of Spark that are not Spark's public API, in one place.
@@ -31,29 +31,19 @@ import org.slf4j.LoggerFactory;
  *       spark.kubernetes.executor.deleteOnTermination} is true). If it is missing: a WARN says so,
  *       the metrics are registered at once, and the native parts stop with the allocator or at JVM
  *       exit.
- *   <li><b>{@code ExecutorPodsAllocator.EXECUTOR_ID_COUNTER()}</b>, Scala-{@code protected} (public
- *       in the bytecode), called directly. Why: the ids of the executors that {@code
- *       requestNewExecutors} has just created, whose Services the allocator ensures when the
- *       informer is off. If it is missing: an ERROR, once, says executor Services are not ensured;
- *       executor allocation itself goes on.
- *   <li><b>{@code ExecutorPodsAllocator.requestNewExecutors(int, String, int,
- *       scala.collection.immutable.Set)}</b>, overridden by {@link NativeExecutorPodsAllocator} and
- *       looked up by reflection before Services depend on it. Why: an override whose signature no
- *       longer matches (4.0 and 4.1 take an {@code immutable.Seq}) is silently never called. If it
- *       is missing: an ERROR at start says executor Services are not ensured with the informer off.
  *   <li><b>{@code SparkEnv.metricsSystem()} and {@code MetricsSystem.registerSource / removeSource}
  *       </b> ({@code MetricsSystem} is {@code private[spark]}), called directly. Why: to publish
  *       the informer's gauges through whatever sink the operator configured. If they are missing: a
  *       WARN, and no metrics.
+ *   <li><b>{@code org.apache.spark.util.ShutdownHookManager.addShutdownHook(int, Function0)} and
+ *       {@code removeShutdownHook(Object)}</b> ({@code private[spark]}), called directly. Why: the
+ *       native parts stop at JVM exit after the SparkContext's own hook, and a stopped driver's
+ *       hook is removed (a JVM hook per SparkContext would keep every stopped allocator alive). If
+ *       they are missing: a WARN, and a plain JVM shutdown hook, removed the same way.
  * </ol>
  */
 final class SparkInternals {
   private static final Logger LOG = LoggerFactory.getLogger(SparkInternals.class);
-
-  /** What {@link #lastExecutorId} answers when Spark's counter cannot be read. */
-  static final int UNKNOWN_EXECUTOR_ID = -1;
-
-  private static final AtomicBoolean REPORTED_MISSING_COUNTER = new AtomicBoolean();
 
   private SparkInternals() {}
 
@@ -111,51 +101,47 @@ final class SparkInternals {
   }
 
   /**
-   * The last executor id the allocator handed out, or {@link #UNKNOWN_EXECUTOR_ID} (with an ERROR,
-   * logged once per JVM) when this Spark line has no such counter.
+   * Priority of the native parts' shutdown hook: below the SparkContext's (50), so that a context
+   * stopped at JVM exit stops them first, the normal way.
    */
-  static int lastExecutorId(ExecutorPodsAllocator allocator) {
+  private static final int SHUTDOWN_HOOK_PRIORITY = 40;
+
+  /**
+   * Runs {@code hook} at JVM exit through Spark's shutdown hooks; returns what {@link
+   * #removeShutdownHook} takes.
+   */
+  static Object addShutdownHook(Runnable hook) {
     try {
-      return allocator.EXECUTOR_ID_COUNTER().get();
-    } catch (LinkageError e) {
-      if (REPORTED_MISSING_COUNTER.compareAndSet(false, true)) {
-        LOG.error(
-            "Spark's ExecutorPodsAllocator.EXECUTOR_ID_COUNTER is missing on this Spark line: executor "
-                + "Services are not ensured while the native informer is off",
-            e);
-      }
-      return UNKNOWN_EXECUTOR_ID;
+      return ShutdownHookManager.addShutdownHook(
+          SHUTDOWN_HOOK_PRIORITY,
+          new AbstractFunction0<BoxedUnit>() {
+            @Override
+            public BoxedUnit apply() {
+              hook.run();
+              return BoxedUnit.UNIT;
+            }
+          });
+    } catch (LinkageError | RuntimeException e) {
+      LOG.warn(
+          "Spark's ShutdownHookManager cannot be reached: a plain JVM shutdown hook instead", e);
+      Thread thread = new Thread(hook, "spark-k8s-native-shutdown");
+      Runtime.getRuntime().addShutdownHook(thread);
+      return thread;
     }
   }
 
-  /**
-   * Spark's {@code requestNewExecutors}, with the signature {@link NativeExecutorPodsAllocator}
-   * overrides.
-   */
-  static Method requestNewExecutorsMethod() throws NoSuchMethodException {
-    return ExecutorPodsAllocator.class.getDeclaredMethod(
-        "requestNewExecutors",
-        int.class,
-        String.class,
-        int.class,
-        scala.collection.immutable.Set.class);
-  }
-
-  /**
-   * Whether Spark calls {@link NativeExecutorPodsAllocator}'s override of {@code
-   * requestNewExecutors}; when it does not, an ERROR says what that costs.
-   */
-  static boolean requestNewExecutorsIsOverridden() {
+  /** Removes a hook {@link #addShutdownHook} returned; harmless during shutdown. */
+  static void removeShutdownHook(Object hook) {
     try {
-      requestNewExecutorsMethod();
-      return true;
-    } catch (NoSuchMethodException | RuntimeException e) {
-      LOG.error(
-          "Spark's ExecutorPodsAllocator.requestNewExecutors has another signature on this Spark line, so "
-              + "the allocator's override is never called: executor Services are not ensured while the native informer "
-              + "is off (turn spark.kubernetes.executor.enableInformer on, or use a build for this Spark line)",
-          e);
-      return false;
+      if (hook instanceof Thread) {
+        Runtime.getRuntime().removeShutdownHook((Thread) hook);
+      } else {
+        ShutdownHookManager.removeShutdownHook(hook);
+      }
+    } catch (IllegalStateException shuttingDown) {
+      LOG.debug("The JVM is shutting down: its hooks run anyway", shuttingDown);
+    } catch (LinkageError | RuntimeException e) {
+      LOG.warn("Could not remove the native parts' shutdown hook", e);
     }
   }
 

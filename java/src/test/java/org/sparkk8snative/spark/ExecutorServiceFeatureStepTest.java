@@ -11,17 +11,16 @@ import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
-import java.util.Map;
-import java.util.stream.Collectors;
 import org.apache.spark.SparkConf;
 import org.apache.spark.deploy.k8s.KubernetesConf$;
 import org.apache.spark.deploy.k8s.KubernetesExecutorConf;
 import org.apache.spark.deploy.k8s.SparkPod;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkk8snative.ConfigKeys;
-import org.sparkk8snative.ExecutorServiceNames;
 
 /** The executor side of executor Services: what the feature step does to Spark's executor pod. */
+@Tag("every-line")
 class ExecutorServiceFeatureStepTest {
   private static SparkPod sparkPod() {
     Container container =
@@ -71,18 +70,41 @@ class ExecutorServiceFeatureStepTest {
     return step.configurePod(sparkPod());
   }
 
+  /**
+   * No Service, no name: an executor whose Service is not known to exist (here no Services run for
+   * the app at all) keeps advertising its pod IP, so it stays reachable. (Executors whose Service
+   * exists: SparkDriverTest, against a real apiserver.)
+   */
   @Test
-  void theExecutorAdvertisesItsServiceNameAndBindsThroughThePodHostname() {
+  void withoutItsServiceTheExecutorAdvertisesItsPodIp() {
+    SparkPod original = sparkPod();
     SparkPod pod = configure(servicesOn().set(ConfigKeys.BLOCK_MANAGER_PORT, "7079"));
-    String name = ExecutorServiceNames.serviceName("spark-feature-app", "7");
-    assertEquals("svc-spark-feature-app-exec-7", name);
-    assertEquals(name, pod.pod().getSpec().getHostname());
-    Map<String, EnvVar> env =
-        pod.container().getEnv().stream().collect(Collectors.toMap(EnvVar::getName, e -> e));
-    assertEquals(name, env.get("SPARK_EXECUTOR_POD_IP").getValue());
-    assertEquals(null, env.get("SPARK_EXECUTOR_POD_IP").getValueFrom());
-    assertEquals(name, env.get("EXECUTOR_SERVICE_NAME").getValue());
-    assertEquals("7", env.get("SPARK_EXECUTOR_ID").getValue());
+    assertEquals(null, pod.pod().getSpec().getHostname());
+    assertEquals(original.container().getEnv(), pod.container().getEnv());
+    assertEquals(
+        Boolean.FALSE,
+        pod.pod().getSpec().getEnableServiceLinks(),
+        "no Service of the namespace becomes environment variables of an executor");
+  }
+
+  /** A Spark that ships executor Services sets the variable itself: the step steps back. */
+  @Test
+  void aPodThatSparkGaveAServiceNameIsLeftToSpark() {
+    SparkPod sparks = sparkPod();
+    sparks
+        .container()
+        .getEnv()
+        .add(new EnvVar(ExecutorServiceFeatureStep.SERVICE_NAME_ENV, "svc-by-spark", null));
+    KubernetesExecutorConf executorConf =
+        KubernetesConf$.MODULE$.createExecutorConf(
+            servicesOn().set(ConfigKeys.BLOCK_MANAGER_PORT, "7079"),
+            "7",
+            "spark-feature-app",
+            scala.Option.empty(),
+            0);
+    ExecutorServiceFeatureStep step = new ExecutorServiceFeatureStep();
+    step.init(executorConf);
+    assertSame(sparks, step.configurePod(sparks));
   }
 
   @Test
@@ -98,7 +120,7 @@ class ExecutorServiceFeatureStepTest {
 
   @Test
   void withoutTheBlockManagerPortDriverStartUpFailsNamingIt() {
-    for (String port : new String[] {null, "", "0", "70000", "random"}) {
+    for (String port : new String[] {null, "", "0", "80", "1023", "70000", "random"}) {
       SparkConf conf = servicesOn();
       if (port != null) {
         conf.set(ConfigKeys.BLOCK_MANAGER_PORT, port);
@@ -108,9 +130,7 @@ class ExecutorServiceFeatureStepTest {
               IllegalArgumentException.class, () -> ExecutorServicesConf.prepareDriver(conf));
       // The native parser's message: the key, the value, and why it is needed.
       assertTrue(e.getMessage().startsWith(ConfigKeys.BLOCK_MANAGER_PORT + "="), e.getMessage());
-      assertTrue(
-          e.getMessage().contains("required when " + ConfigKeys.ENABLE_SERVICE + "=true"),
-          e.getMessage());
+      assertTrue(e.getMessage().contains(ConfigKeys.ENABLE_SERVICE + "=true"), e.getMessage());
       assertFalse(
           conf.contains(ConfigKeys.EXECUTOR_FEATURE_STEPS),
           "no step is added to a conf that fails");

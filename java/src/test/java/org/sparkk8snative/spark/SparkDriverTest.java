@@ -4,12 +4,22 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.sparkk8snative.TestPlane.eventually;
 
+import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.ResourceQuota;
+import io.fabric8.kubernetes.api.model.ResourceQuotaBuilder;
+import io.fabric8.kubernetes.api.model.ResourceQuotaStatusBuilder;
+import io.fabric8.kubernetes.api.model.Service;
 import java.time.Duration;
+import java.util.List;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkk8snative.AuditLog;
+import org.sparkk8snative.ExecutorServiceNames;
 import org.sparkk8snative.TestPlane;
 
 /**
@@ -17,6 +27,7 @@ import org.sparkk8snative.TestPlane;
  * allocator: Spark creates its executor pods, the test plays the kubelet, and the snapshots reach
  * Spark's allocator, which replaces a deleted executor. The apiserver's audit log shows who LISTs.
  */
+@Tag("every-line")
 class SparkDriverTest {
   private final TestPlane plane = TestPlane.get();
 
@@ -91,71 +102,78 @@ class SparkDriverTest {
         String.valueOf(e));
   }
 
+  private Pod createDriverPod() {
+    return plane
+        .admin()
+        .pods()
+        .inNamespace(plane.namespace())
+        .resource(
+            new PodBuilder()
+                .withNewMetadata()
+                .withName(TestPlane.uniqueAppId("driver"))
+                .addToLabels("spark-role", "driver")
+                .endMetadata()
+                .withNewSpec()
+                .withAutomountServiceAccountToken(false)
+                .addNewContainer()
+                .withName("spark-kubernetes-driver")
+                .withImage("spark:4.0.0")
+                .endContainer()
+                .endSpec()
+                .build())
+        .create();
+  }
+
+  private SparkConf servicesConf(boolean nativeInformer, Pod driver) {
+    return conf(nativeInformer)
+        .set("spark.kubernetes.executor.enableService", "true")
+        .set("spark.blockManager.port", "7079")
+        .set("spark.kubernetes.driver.pod.name", driver.getMetadata().getName())
+        .set("spark.kubernetes.native.service.deleteAfter", "1s")
+        .set("spark.kubernetes.allocation.driver.readinessTimeout", "1s");
+  }
+
+  private List<Service> services(String appId) {
+    return plane
+        .admin()
+        .services()
+        .inNamespace(plane.namespace())
+        .withLabel("spark-app-selector", appId)
+        .list()
+        .getItems();
+  }
+
   /**
-   * With executor Services on, in both modes: each executor pod's Service, owned by the driver pod.
+   * With executor Services on, in both modes, on every Spark line (no allocator override is
+   * involved): each executor's Service exists, owned by the driver pod, before the executor
+   * advertises its name; the Service of a deleted executor is deleted after {@code deleteAfter}
+   * (told by the informer, or by Spark's own snapshots with the informer off).
    */
   @Test
   void everyExecutorSparkCreatesGetsItsServiceAndAdvertisesIt() throws Exception {
     for (boolean nativeInformer : new boolean[] {true, false}) {
-      String driverName = TestPlane.uniqueAppId("driver");
-      Pod driver =
-          plane
-              .admin()
-              .pods()
-              .inNamespace(plane.namespace())
-              .resource(
-                  new io.fabric8.kubernetes.api.model.PodBuilder()
-                      .withNewMetadata()
-                      .withName(driverName)
-                      .addToLabels("spark-role", "driver")
-                      .endMetadata()
-                      .withNewSpec()
-                      .withAutomountServiceAccountToken(false)
-                      .addNewContainer()
-                      .withName("spark-kubernetes-driver")
-                      .withImage("spark:4.0.0")
-                      .endContainer()
-                      .endSpec()
-                      .build())
-              .create();
-      SparkConf conf =
-          conf(nativeInformer)
-              .set("spark.kubernetes.executor.enableService", "true")
-              .set("spark.blockManager.port", "7079")
-              .set("spark.kubernetes.driver.pod.name", driverName)
-              .set("spark.kubernetes.allocation.driver.readinessTimeout", "1s");
-      SparkContext sc = new SparkContext(conf);
+      Pod driver = createDriverPod();
+      SparkContext sc = new SparkContext(servicesConf(nativeInformer, driver));
       String appId = sc.applicationId();
       try {
         eventually(
             "Spark to create 2 executor pods",
             Duration.ofSeconds(60),
             () -> plane.executorPods(appId).size() == 2);
-        eventually(
-            "a Service for each executor",
-            Duration.ofSeconds(30),
-            () ->
-                plane
-                        .admin()
-                        .services()
-                        .inNamespace(plane.namespace())
-                        .withLabel("spark-app-selector", appId)
-                        .list()
-                        .getItems()
-                        .size()
-                    == 2);
+        assertEquals(2, services(appId).size(), "each Service exists once its pod does");
         for (Pod pod : plane.executorPods(appId)) {
           String execId = pod.getMetadata().getLabels().get("spark-exec-id");
-          String name = org.sparkk8snative.ExecutorServiceNames.serviceName(appId, execId);
+          String name = ExecutorServiceNames.serviceName(appId, execId);
           assertEquals(
               name, pod.getSpec().getHostname(), "the pod's hostname is its Service's name");
+          assertEquals(Boolean.FALSE, pod.getSpec().getEnableServiceLinks());
           assertTrue(
               pod.getSpec().getContainers().get(0).getEnv().stream()
                   .anyMatch(
                       e ->
                           e.getName().equals("EXECUTOR_SERVICE_NAME")
                               && name.equals(e.getValue())));
-          io.fabric8.kubernetes.api.model.Service svc =
+          Service svc =
               plane.admin().services().inNamespace(plane.namespace()).withName(name).get();
           assertEquals(
               driver.getMetadata().getUid(),
@@ -163,10 +181,86 @@ class SparkDriverTest {
           assertEquals(7079, svc.getSpec().getPorts().get(0).getPort());
           assertEquals(execId, svc.getSpec().getSelector().get("spark-exec-id"));
         }
+        Pod victim = plane.executorPods(appId).get(0);
+        String victimService =
+            ExecutorServiceNames.serviceName(
+                appId, victim.getMetadata().getLabels().get("spark-exec-id"));
+        plane.deletePod(victim.getMetadata().getName());
+        eventually(
+            "the Service of the deleted executor to be deleted after deleteAfter (1 s)",
+            Duration.ofSeconds(20),
+            () ->
+                services(appId).stream()
+                    .noneMatch(x -> x.getMetadata().getName().equals(victimService)));
       } finally {
         sc.stop();
-        plane.deletePod(driverName);
+        plane.deletePod(driver.getMetadata().getName());
       }
+    }
+  }
+
+  /**
+   * A Service the apiserver refuses (here a quota of 0 Services; also a 429 storm or an apiserver
+   * that is down) must not make its executor unreachable: the executor advertises its pod IP, as
+   * without Services, and the driver runs on.
+   */
+  @Test
+  void anExecutorWhoseServiceCannotBeCreatedAdvertisesItsPodIp() {
+    ResourceQuota noServices =
+        new ResourceQuotaBuilder()
+            .withNewMetadata()
+            .withName("no-services")
+            .endMetadata()
+            .withNewSpec()
+            .addToHard("services", new Quantity("0"))
+            .endSpec()
+            .build();
+    Pod driver = createDriverPod();
+    ResourceQuota created =
+        plane.admin().resourceQuotas().inNamespace(plane.namespace()).resource(noServices).create();
+    // What the quota controller would write (this plane runs none): the quota admission enforces
+    // status.hard, and counts the Services it admits into status.used.
+    created.setStatus(
+        new ResourceQuotaStatusBuilder()
+            .addToHard("services", new Quantity("0"))
+            .addToUsed("services", new Quantity("0"))
+            .build());
+    plane.admin().resourceQuotas().inNamespace(plane.namespace()).resource(created).updateStatus();
+    SparkContext sc = null;
+    try {
+      sc = new SparkContext(servicesConf(true, driver));
+      String appId = sc.applicationId();
+      eventually(
+          "Spark to create 2 executor pods",
+          Duration.ofSeconds(60),
+          () -> plane.executorPods(appId).size() == 2);
+      assertEquals(0, services(appId).size(), "the quota refused every Service");
+      for (Pod pod : plane.executorPods(appId)) {
+        String service =
+            ExecutorServiceNames.serviceName(
+                appId, pod.getMetadata().getLabels().get("spark-exec-id"));
+        assertTrue(
+            !service.equals(pod.getSpec().getHostname()),
+            "the pod keeps the hostname Spark gave it: " + pod.getSpec().getHostname());
+        EnvVar podIp =
+            pod.getSpec().getContainers().get(0).getEnv().stream()
+                .filter(e -> e.getName().equals("SPARK_EXECUTOR_POD_IP"))
+                .findFirst()
+                .get();
+        assertEquals(
+            "status.podIP",
+            podIp.getValueFrom().getFieldRef().getFieldPath(),
+            "the executor advertises its pod IP, as Spark sets it");
+        assertTrue(
+            pod.getSpec().getContainers().get(0).getEnv().stream()
+                .noneMatch(e -> e.getName().equals("EXECUTOR_SERVICE_NAME")));
+      }
+    } finally {
+      if (sc != null) {
+        sc.stop();
+      }
+      plane.admin().resourceQuotas().inNamespace(plane.namespace()).resource(noServices).delete();
+      plane.deletePod(driver.getMetadata().getName());
     }
   }
 

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.lang.reflect.Field;
-import java.lang.reflect.Method;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -20,8 +19,8 @@ import org.apache.spark.SparkContext;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.metrics.MetricsSystem;
 import org.apache.spark.metrics.source.Source;
-import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsAllocator;
 import org.apache.spark.scheduler.cluster.k8s.KubernetesClusterSchedulerBackend;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -29,6 +28,7 @@ import org.junit.jupiter.api.Test;
  * test classpath (the line the jar is built for): a Spark line that renames one fails here, not in
  * a user's driver.
  */
+@Tag("every-line")
 class SparkInternalsTest {
   @Test
   void theSchedulerBackendKeepsExactlyOneSparkContextField() throws Exception {
@@ -43,20 +43,15 @@ class SparkInternalsTest {
   }
 
   @Test
-  void theAllocatorsExecutorIdCounterIsThere() throws Exception {
-    Method counter = ExecutorPodsAllocator.class.getMethod("EXECUTOR_ID_COUNTER");
-    assertEquals(AtomicInteger.class, counter.getReturnType());
-  }
-
-  @Test
-  void requestNewExecutorsIsOverriddenWithSparksSignature() throws Exception {
-    Method spark = SparkInternals.requestNewExecutorsMethod();
-    assertTrue(SparkInternals.requestNewExecutorsIsOverridden());
-    Method ours =
-        NativeExecutorPodsAllocator.class.getDeclaredMethod(
-            spark.getName(), spark.getParameterTypes());
-    assertEquals(spark.getReturnType(), ours.getReturnType());
-    assertFalse(ours.isBridge(), "a real override, not a bridge to another signature");
+  void sparksShutdownHooksTakeAndDropAHook() throws Exception {
+    Class<?> hooks = Class.forName("org.apache.spark.util.ShutdownHookManager");
+    assertNotNull(hooks.getMethod("addShutdownHook", int.class, scala.Function0.class));
+    assertNotNull(hooks.getMethod("removeShutdownHook", Object.class));
+    AtomicInteger ran = new AtomicInteger();
+    Object hook = SparkInternals.addShutdownHook(ran::incrementAndGet);
+    assertFalse(hook instanceof Thread, "Spark's hook manager, not a plain JVM hook: " + hook);
+    SparkInternals.removeShutdownHook(hook);
+    assertEquals(0, ran.get());
   }
 
   @Test

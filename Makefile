@@ -28,7 +28,7 @@ lint:
 # Formats the Rust and Java sources, so that `make lint` passes.
 format:
 	cargo fmt --all
-	cd java && mvn -B -ntp -q spotless:apply
+	cd java && mvn -B -ntp -q -N spotless:apply
 
 # Legacy Spark sources, a fabric8 informer and the native sources side by side,
 # each in its own JVM (writes BENCHMARKS.md and docs/benchmark.png; ~15 min).
@@ -49,7 +49,7 @@ bench-informer:
 .PHONY: chaos
 chaos:
 	cargo build --release --locked
-	cd java && mvn -B -ntp test -Dtest=ChaosRunTest -Dsurefire.failIfNoSpecifiedTests=false \
+	cd java && mvn -B -ntp -pl spark-k8s-native_2.13 test -Dtest=ChaosRunTest -Dsurefire.failIfNoSpecifiedTests=false \
 	  -Dnative.lib.dir=$(CURDIR)/target/release \
 	  $(if $(CHAOS_SEED),-Dchaos.seed=$(CHAOS_SEED)) $(if $(CHAOS_SECONDS),-Dchaos.seconds=$(CHAOS_SECONDS))
 

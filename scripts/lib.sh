@@ -2,6 +2,10 @@
 # shellcheck shell=bash
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The Maven module of the Spark 4.x artifact (java/pom.xml lists every module): the
+# demo, the benchmarks and the real node run on its Spark line; its build directory
+# is java/target.
+spark_artifact=spark-k8s-native_2.13
 phase_began=$SECONDS
 phase_name=""
 phase_report=()
@@ -74,8 +78,8 @@ ensure_tools() {
 # the test classpath (Spark and its dependencies) to java/target/$1.
 build_native_and_classes() {
   cargo build --release --locked
-  (cd "$root/java" && mvn -B -ntp -q test-compile dependency:build-classpath \
-    -Dmdep.outputFile="target/$1" -Dmdep.includeScope=test -Dnative.lib.dir="$root/target/release")
+  (cd "$root/java" && mvn -B -ntp -q -pl "$spark_artifact" test-compile dependency:build-classpath \
+    -Dmdep.outputFile="$root/java/target/$1" -Dmdep.includeScope=test -Dnative.lib.dir="$root/target/release")
 }
 
 # Starts a fresh local control plane from the binaries in $1, in directory $2
@@ -139,13 +143,13 @@ stop_plane() {
   return "$status"
 }
 
-# Writes the node agent's image table to $1: the Spark image of java/pom.xml's
-# Spark version runs tests/localnode/images/spark-entrypoint.sh, with this
+# Writes the node agent's image table to $1: the Spark image of the Spark version
+# the Spark 4.x artifact is built against runs tests/localnode/images/spark-entrypoint.sh, with this
 # machine's Java and the Spark jars of the classpath file $2 (what an image
 # would carry); images not in the table fail to start, naming it.
 node_images() {
   local file=$1 classpath_file=$2 spark_version java_home
-  spark_version=$(sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' "$root/java/pom.xml")
+  spark_version=$(sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' "$root/java/$spark_artifact/pom.xml")
   java_home=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
   cat > "$file" <<JSON
 {
@@ -174,14 +178,14 @@ plane_var() {
 sealed_cluster_images() {
   local images
   images="$root/target/$(basename "$1")-images.json"
-  (cd "$root/java" && mvn -B -ntp -q dependency:build-classpath \
-    -Dmdep.outputFile=target/spark-node.classpath -Dmdep.includeScope=test) >&2
+  (cd "$root/java" && mvn -B -ntp -q -pl "$spark_artifact" dependency:build-classpath \
+    -Dmdep.outputFile="$root/java/target/spark-node.classpath" -Dmdep.includeScope=test) >&2
   node_images "$images" "$root/java/target/spark-node.classpath"
   echo "$images"
 }
 
 # Starts the sealed cluster (a node whose pods are processes) in $2 with the
-# binaries in $1, for the Spark version of java/pom.xml.
+# binaries in $1, for the Spark version the Spark 4.x artifact is built against.
 start_sealed_cluster() {
   local bin=$1 dir=$2 images
   images=$(sealed_cluster_images "$dir")

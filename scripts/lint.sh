@@ -11,5 +11,5 @@ cargo fmt --all -- --check
 cargo clippy --release --locked --all-targets -- -D warnings
 if [[ "${JAVA_FORMAT_CHECK:-1}" == 1 ]]; then
   # google-java-format through Spotless (java/pom.xml); `spotless:apply` fixes.
-  (cd java && mvn -B -ntp -q spotless:check)
+  (cd java && mvn -B -ntp -q -N spotless:check)
 fi

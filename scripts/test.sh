@@ -27,9 +27,10 @@ scripts/lint.sh
 phase "Rust tests (real control planes)"
 cargo test --release --locked -- --test-threads="${RUST_TEST_THREADS:-2}"
 
-phase "JVM tests (Maven, real .so, a real control plane, -Xcheck:jni)"
+phase "JVM tests (Maven, real .so, a real control plane, -Xcheck:jni): both artifacts; the full suite on Spark 4.2, the every-line tests on 3.5, 4.0 and 4.1"
 # start_plane stops it on exit, keeping its logs in target/failed-plane-logs/
-# if a test failed.
+# if a test failed. One reactor build (java/pom.xml): spark-k8s-native_2.13 (the
+# full suite), spark-k8s-native_2.12, then line-tests/spark-{3.5,4.0,4.1}.
 jvm_plane="$root/target/localplane-jvm-tests"
 start_plane "$LOCALPLANE_BIN" "$jvm_plane"
 (cd java && mvn -B -ntp verify \
@@ -44,7 +45,7 @@ phase "real node: sealed cluster, node smoke tests, real Spark jobs (JVM tests t
 node_plane="$root/target/localplane-node-tests"
 start_sealed_cluster "$LOCALPLANE_BIN" "$node_plane"
 echo "sealed run $(plane_var "$node_plane" LOCALPLANE_RUN_PREFIX): apiserver $(plane_var "$node_plane" LOCALPLANE_APISERVER)"
-(cd java && in_sealed_cluster "$LOCALPLANE_BIN" "$node_plane" mvn -o -B test \
+(cd java && in_sealed_cluster "$LOCALPLANE_BIN" "$node_plane" mvn -o -B -pl "$spark_artifact" test \
   -Dtest.groups=node -Dtest.excludedGroups=none \
   -Dnative.lib.dir="$root/target/release" \
   -Dtest.plane.env="$node_plane/plane.env" \

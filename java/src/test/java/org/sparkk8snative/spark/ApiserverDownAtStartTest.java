@@ -20,7 +20,8 @@ class ApiserverDownAtStartTest {
     CountingStore store = new CountingStore();
     Map<String, String> conf = plane.sparkConf(false);
     conf.put("spark.kubernetes.executor.listerPollingInterval", "200ms");
-    NativeSnapshotSources sources = NativeSnapshotSources.create(CountingStore.conf(conf), store);
+    NativeSnapshotSources sources =
+        NativeSnapshotSources.create(CountingStore.conf(conf), store.spark);
     plane.control("POST", "/apiserver/stop");
     try {
       long began = System.nanoTime();

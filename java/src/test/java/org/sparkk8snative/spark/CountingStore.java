@@ -1,60 +1,98 @@
 package org.sparkk8snative.spark;
 
-import io.fabric8.kubernetes.api.model.Pod;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.spark.SparkConf;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodState;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshot;
-import scala.Function1;
-import scala.collection.immutable.Seq;
-import scala.jdk.javaapi.CollectionConverters;
-import scala.runtime.BoxedUnit;
+import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
+import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStoreImpl;
+import org.apache.spark.util.SystemClock;
+import scala.Tuple2;
 
 /**
  * Spark's real {@code ExecutorPodsSnapshotsStoreImpl}, with every call counted, and a subscriber
- * that records, per executor id, the states Spark itself derives from the pods.
+ * that records, per executor id, the states Spark itself derives from the pods. The same source on
+ * every Spark line: the store's methods take a {@code Seq} that is another type on each Scala, so
+ * the counting store is a proxy of Spark's interface ({@link #spark}) rather than an implementation
+ * of it.
  */
-final class CountingStore extends ForwardingSnapshotsStore {
+final class CountingStore {
   final AtomicInteger updates = new AtomicInteger();
   final AtomicInteger replacements = new AtomicInteger();
 
   /** Sizes of each replacement, in order. */
-  final List<Integer> replacementSizes = java.util.Collections.synchronizedList(new ArrayList<>());
+  final List<Integer> replacementSizes = Collections.synchronizedList(new ArrayList<>());
 
   /** Executor id -> every distinct state Spark derived, in order (e.g. PodPending, PodRunning). */
   final Map<Long, List<String>> states = new HashMap<>();
 
   final Map<Long, ExecutorPodState> latest = new HashMap<>();
 
+  private final ScheduledExecutorService subscribers =
+      Executors.newSingleThreadScheduledExecutor(
+          r -> {
+            Thread t = new Thread(r, "test-store-subscribers");
+            t.setDaemon(true);
+            return t;
+          });
+
+  private final ExecutorPodsSnapshotsStoreImpl impl =
+      new ExecutorPodsSnapshotsStoreImpl(subscribers, new SystemClock(), new SparkConf(false));
+
+  /** The store to hand to the sources under test. */
+  final ExecutorPodsSnapshotsStore spark =
+      (ExecutorPodsSnapshotsStore)
+          Proxy.newProxyInstance(
+              ExecutorPodsSnapshotsStore.class.getClassLoader(),
+              new Class<?>[] {ExecutorPodsSnapshotsStore.class},
+              (proxy, method, args) -> {
+                if (method.getName().equals("updatePod")) {
+                  updates.incrementAndGet();
+                } else if (method.getName().equals("replaceSnapshot")) {
+                  replacements.incrementAndGet();
+                  replacementSizes.add(((scala.collection.Iterable<?>) args[0]).size());
+                }
+                try {
+                  return method.invoke(impl, args);
+                } catch (InvocationTargetException e) {
+                  throw e.getCause();
+                }
+              });
+
   CountingStore() {
-    Function1<Seq<ExecutorPodsSnapshot>, BoxedUnit> subscriber =
+    ScalaCollections.subscribe(
+        spark,
+        20L,
         snapshots -> {
           synchronized (states) {
-            for (ExecutorPodsSnapshot snapshot : CollectionConverters.asJava(snapshots)) {
-              for (Map.Entry<Object, ExecutorPodState> e :
-                  CollectionConverters.asJava(snapshot.executorPods()).entrySet()) {
-                long id = (Long) e.getKey();
-                String name = e.getValue().getClass().getSimpleName();
+            for (ExecutorPodsSnapshot snapshot : snapshots) {
+              for (Tuple2<Object, ExecutorPodState> e :
+                  ScalaCollections.toJava(snapshot.executorPods())) {
+                long id = (Long) e._1();
+                String name = e._2().getClass().getSimpleName();
                 List<String> seen = states.computeIfAbsent(id, k -> new ArrayList<>());
                 if (seen.isEmpty() || !seen.get(seen.size() - 1).equals(name)) {
                   seen.add(name);
                 }
-                latest.put(id, e.getValue());
+                latest.put(id, e._2());
               }
             }
           }
-          return BoxedUnit.UNIT;
-        };
-    addSubscriber(20L, subscriber);
+        });
   }
 
   List<String> statesOf(long execId) {
     synchronized (states) {
-      return new ArrayList<>(states.getOrDefault(execId, List.of()));
+      return new ArrayList<>(states.getOrDefault(execId, Collections.emptyList()));
     }
   }
 
@@ -64,17 +102,9 @@ final class CountingStore extends ForwardingSnapshotsStore {
     }
   }
 
-  @Override
-  public void updatePod(Pod updatedPod) {
-    updates.incrementAndGet();
-    super.updatePod(updatedPod);
-  }
-
-  @Override
-  public void replaceSnapshot(Seq<Pod> newSnapshot) {
-    replacements.incrementAndGet();
-    replacementSizes.add(newSnapshot.size());
-    super.replaceSnapshot(newSnapshot);
+  void stop() {
+    impl.stop();
+    subscribers.shutdownNow();
   }
 
   static SparkConf conf(Map<String, String> entries) {

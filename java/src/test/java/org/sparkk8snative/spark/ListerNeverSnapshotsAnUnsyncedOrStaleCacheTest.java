@@ -33,7 +33,7 @@ class ListerNeverSnapshotsAnUnsyncedOrStaleCacheTest {
     Map<String, String> conf = plane.sparkConf(false);
     conf.put("spark.master", "k8s://https://127.0.0.1:1"); // nothing listens: never syncs
     conf.put("spark.kubernetes.executor.listerPollingInterval", "100ms");
-    sources = NativeSnapshotSources.create(CountingStore.conf(conf), store);
+    sources = NativeSnapshotSources.create(CountingStore.conf(conf), store.spark);
     sources.start(TestPlane.uniqueAppId("unsynced"));
     Thread.sleep(2_500);
     assertEquals(0, store.replacements.get(), "no replaceSnapshot while unsynced");
@@ -49,7 +49,7 @@ class ListerNeverSnapshotsAnUnsyncedOrStaleCacheTest {
     Map<String, String> conf = plane.sparkConf(true);
     conf.put("spark.kubernetes.executor.listerPollingInterval", "100ms");
     conf.put("spark.kubernetes.executor.missingPodDetectDelta", "4s"); // stale bound 2s
-    sources = NativeSnapshotSources.create(CountingStore.conf(conf), store);
+    sources = NativeSnapshotSources.create(CountingStore.conf(conf), store.spark);
     sources.start(app);
     eventually(
         "snapshots while healthy", Duration.ofSeconds(30), () -> store.replacements.get() > 3);

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.spark.scheduler.cluster.k8s.PodFailed;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkk8snative.TestPlane;
 
@@ -17,6 +18,7 @@ import org.sparkk8snative.TestPlane;
  * Both native sources feed Spark's real store; Spark derives the states as the test plays the
  * kubelet.
  */
+@Tag("every-line")
 class NativeSourcesFeedSparkStoreTest {
   private final TestPlane plane = TestPlane.get();
   private final CountingStore store = new CountingStore();
@@ -36,7 +38,7 @@ class NativeSourcesFeedSparkStoreTest {
     plane.createExecutor(app, 0); // exists before start: reaches Spark through the first snapshot
     Map<String, String> conf = plane.sparkConf(false);
     conf.put("spark.kubernetes.executor.listerPollingInterval", "500ms");
-    sources = NativeSnapshotSources.create(CountingStore.conf(conf), store);
+    sources = NativeSnapshotSources.create(CountingStore.conf(conf), store.spark);
     sources.start(app);
     eventually(
         "the first full snapshot", Duration.ofSeconds(30), () -> store.replacements.get() > 0);
@@ -107,7 +109,7 @@ class NativeSourcesFeedSparkStoreTest {
   @Test
   void eachSourceRefusesASecondStart() {
     String app = TestPlane.uniqueAppId("twice");
-    sources = NativeSnapshotSources.create(CountingStore.conf(plane.sparkConf(false)), store);
+    sources = NativeSnapshotSources.create(CountingStore.conf(plane.sparkConf(false)), store.spark);
     sources.start(app);
     IllegalStateException informer =
         assertThrows(IllegalStateException.class, () -> sources.informerSource().start(app));

@@ -1,5 +1,6 @@
 package org.sparkk8snative.spark;
 
+import com.codahale.metrics.Counter;
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
 import java.util.function.ToLongFunction;
@@ -11,7 +12,10 @@ import org.sparkk8snative.NativeInformer;
 
 /**
  * The native informer's health as a source of Spark's metrics system (namespace {@code
- * sparkK8sNative}), so it reaches whatever sink the operator configured.
+ * sparkK8sNative}), so it reaches whatever sink the operator configured. What only grows (events,
+ * relists, errors, requests) is a counter, as Spark's own cumulative metrics are, so that sinks
+ * compute rates; it keeps its last value once the informer is closed. What goes up and down is a
+ * gauge, -1 while there is no informer (or no lister round) to read.
  */
 public final class NativeInformerMetricsSource implements Source {
   private static final Logger LOG = LoggerFactory.getLogger(NativeInformerMetricsSource.class);
@@ -24,11 +28,11 @@ public final class NativeInformerMetricsSource implements Source {
     gauge("synced", h -> h.state() == InformerHealth.State.SYNCED ? 1 : 0);
     gauge("degraded", h -> h.state() == InformerHealth.State.DEGRADED ? 1 : 0);
     gauge("cacheSize", InformerHealth::cacheSize);
-    gauge("eventsApplied", InformerHealth::eventsApplied);
-    gauge("relists", InformerHealth::relists);
-    gauge("errors", InformerHealth::errors);
-    gauge("listRequests", InformerHealth::lists);
-    gauge("watchRequests", InformerHealth::watchConnects);
+    counter("eventsApplied", InformerHealth::eventsApplied);
+    counter("relists", InformerHealth::relists);
+    counter("errors", InformerHealth::errors);
+    counter("listRequests", InformerHealth::lists);
+    counter("watchRequests", InformerHealth::watchConnects);
     gauge("pendingChanges", InformerHealth::pendingChanges);
     gauge(
         "secondsSinceLastEvent",
@@ -49,6 +53,29 @@ public final class NativeInformerMetricsSource implements Source {
               NativeListerSnapshotSource.Round round = sources.listerSource().lastRound();
               return round == null ? -1L : read.applyAsLong(round);
             });
+  }
+
+  /** A counter whose count is the informer's; the last one read once the informer is closed. */
+  private void counter(String name, ToLongFunction<InformerHealth> read) {
+    registry.register(
+        MetricRegistry.name("informer", name),
+        new Counter() {
+          private long last;
+
+          @Override
+          public synchronized long getCount() {
+            NativeInformer informer = sources.informer();
+            if (informer != null) {
+              try {
+                last = Math.max(last, read.applyAsLong(informer.health()));
+              } catch (IllegalStateException closed) {
+                LOG.debug(
+                    "Counter informer.{} read while the native informer closed", name, closed);
+              }
+            }
+            return last;
+          }
+        });
   }
 
   private void gauge(String name, ToLongFunction<InformerHealth> read) {

@@ -159,7 +159,8 @@ node_images() {
       "env": {
         "PATH": "$java_home/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         "JAVA_HOME": "$java_home",
-        "SPARK_CLASSPATH_FILE": "$classpath_file"
+        "SPARK_CLASSPATH_FILE": "$classpath_file",
+        "SPARK_JVM_OPTIONS_FILE": "$root/java/jvm.options"
       }
     }
   }

@@ -94,20 +94,9 @@ case "$role" in
     if [[ -n "$library_path" ]]; then
       export LD_LIBRARY_PATH="$library_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     fi
-    # Spark's launcher (JavaModuleOptions, Spark 4.2) adds these to every driver JVM on Java 17+.
-    module_options=(-XX:+IgnoreUnrecognizedVMOptions --add-modules=jdk.incubator.vector
-      --add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.lang.invoke=ALL-UNNAMED
-      --add-opens=java.base/java.lang.reflect=ALL-UNNAMED --add-opens=java.base/java.io=ALL-UNNAMED
-      --add-opens=java.base/java.net=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED
-      --add-opens=java.base/java.util=ALL-UNNAMED --add-opens=java.base/java.util.concurrent=ALL-UNNAMED
-      --add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED
-      --add-opens=java.base/jdk.internal.ref=ALL-UNNAMED --add-opens=java.base/sun.nio.ch=ALL-UNNAMED
-      --add-opens=java.base/sun.nio.cs=ALL-UNNAMED --add-opens=java.base/sun.security.action=ALL-UNNAMED
-      --add-opens=java.base/sun.util.calendar=ALL-UNNAMED
-      --add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED
-      -Dio.netty.tryReflectionSetAccessible=true -Dio.netty.allocator.type=pooled
-      -Dio.netty.handler.ssl.defaultEndpointVerificationAlgorithm=NONE
-      --sun-misc-unsafe-memory-access=allow --enable-native-access=ALL-UNNAMED)
+    # What Spark's launcher adds to every driver JVM on Java 17+ (JavaModuleOptions):
+    # the project's one list, java/jvm.options, a java @argument file.
+    module_options=("@${SPARK_JVM_OPTIONS_FILE:?the image table sets it to java/jvm.options}")
     exec "$java" -Xmx"${memory:-${SPARK_DRIVER_MEMORY:-1g}}" "${module_options[@]}" \
       "${default_options[@]}" "${extra_options[@]}" "${java_opts[@]}" \
       -cp "$classpath" org.apache.spark.deploy.SparkSubmit \

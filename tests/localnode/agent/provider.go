@@ -653,6 +653,13 @@ func (p *provider) startContainer(ps *podState, pl containerPlan, env *envResolv
 		mountSpec{Source: filepath.Join(ps.dir, "hosts"), Target: "/etc/hosts"},
 		mountSpec{Source: filepath.Join(ps.dir, "resolv.conf"), Target: "/etc/resolv.conf"},
 		mountSpec{Source: filepath.Join(ps.dir, "hostname"), Target: "/etc/hostname"})
+	// Without a workingDir, a container starts in its image's WORKDIR; these images have none, so
+	// a directory of the container's own (not the agent's working directory, where a process
+	// would leave its files among the project's).
+	workingDir := c.WorkingDir
+	if workingDir == "" {
+		workingDir = filepath.Join(ps.dir, "work-dir", c.Name)
+	}
 	specPath := filepath.Join(ps.dir, "containers", c.Name+".json")
 	errFile := filepath.Join(ps.dir, "containers", c.Name+".err")
 	_ = os.Remove(errFile)
@@ -660,7 +667,7 @@ func (p *provider) startContainer(ps *podState, pl containerPlan, env *envResolv
 		MemoryCgroup: ps.cg.Memory, CPUCgroup: ps.cg.CPU,
 		NetNS: ps.net.NetNSPath(), Hostname: podHostname(ps.pod),
 		OverlayDir: filepath.Join(ps.dir, "overlay", c.Name),
-		Mounts:     mounts, WorkingDir: c.WorkingDir,
+		Mounts:     mounts, WorkingDir: workingDir,
 		Argv: pl.argv, Env: envList, ErrFile: errFile,
 	}
 	if err := writeJSON(specPath, spec); err != nil {

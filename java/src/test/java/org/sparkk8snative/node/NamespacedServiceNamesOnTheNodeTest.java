@@ -12,9 +12,6 @@ import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.SparkContext;
 import org.apache.spark.SparkExecutorInfo;
-import org.apache.spark.scheduler.SparkListener;
-import org.apache.spark.scheduler.SparkListenerTaskEnd;
-import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -48,16 +45,7 @@ class NamespacedServiceNamesOnTheNodeTest {
             .getOrCreate();
     SparkContext sc = spark.sparkContext();
     String appId = sc.applicationId();
-    AtomicLong remoteBytesRead = new AtomicLong();
-    sc.addSparkListener(
-        new SparkListener() {
-          @Override
-          public void onTaskEnd(SparkListenerTaskEnd task) {
-            if (task.taskMetrics() != null) {
-              remoteBytesRead.addAndGet(task.taskMetrics().shuffleReadMetrics().remoteBytesRead());
-            }
-          }
-        });
+    AtomicLong remoteBytesRead = ProcessNode.remoteShuffleBytes(sc);
     try {
       TestPlane.eventually(
           "2 executors to register",
@@ -80,15 +68,7 @@ class NamespacedServiceNamesOnTheNodeTest {
         assertEquals(service, pod.getSpec().getHostname());
       }
 
-      List<Row> counts =
-          spark
-              .range(0, 2_000_000, 1, 8)
-              .selectExpr("id % 100 AS k")
-              .groupBy("k")
-              .count()
-              .collectAsList();
-      assertEquals(100, counts.size());
-      counts.forEach(row -> assertEquals(20_000L, row.getLong(1)));
+      ProcessNode.groupByWithAShuffle(spark);
       TestPlane.eventually(
           "the reduce tasks' metrics", Duration.ofSeconds(10), () -> remoteBytesRead.get() > 0);
 

@@ -1,10 +1,19 @@
 package org.sparkk8snative.node;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
 import org.sparkk8snative.TestPlane;
 import org.sparkk8snative.spark.NativeExecutorPodsAllocator;
 
@@ -114,6 +123,37 @@ public final class ProcessNode {
   /** A client-mode driver for a job ({@link #withJob}). */
   public SparkConf sparkJobConf(String appName, int executors, boolean nativeSources) {
     return withJob(sparkDriverConf(appName), executors, nativeSources);
+  }
+
+  /** Counts the shuffle bytes reducers fetch from other executors, from Spark's task metrics. */
+  public static AtomicLong remoteShuffleBytes(SparkContext sc) {
+    AtomicLong bytes = new AtomicLong();
+    sc.addSparkListener(
+        new SparkListener() {
+          @Override
+          public void onTaskEnd(SparkListenerTaskEnd task) {
+            if (task.taskMetrics() != null) {
+              bytes.addAndGet(task.taskMetrics().shuffleReadMetrics().remoteBytesRead());
+            }
+          }
+        });
+    return bytes;
+  }
+
+  /**
+   * A groupBy with a shuffle (2,000,000 rows, 8 map tasks, 100 keys), its answer asserted: with 2
+   * executors, each reducer fetches blocks from the other.
+   */
+  public static void groupByWithAShuffle(SparkSession spark) {
+    List<Row> counts =
+        spark
+            .range(0, 2_000_000, 1, 8)
+            .selectExpr("id % 100 AS k")
+            .groupBy("k")
+            .count()
+            .collectAsList();
+    assertEquals(100, counts.size());
+    counts.forEach(row -> assertEquals(20_000L, row.getLong(1)));
   }
 
   /**

@@ -7,15 +7,11 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.spark.SparkConf;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodState;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshot;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
-import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStoreImpl;
-import org.apache.spark.util.SystemClock;
 import scala.Tuple2;
 
 /**
@@ -37,16 +33,7 @@ final class CountingStore {
 
   final Map<Long, ExecutorPodState> latest = new HashMap<>();
 
-  private final ScheduledExecutorService subscribers =
-      Executors.newSingleThreadScheduledExecutor(
-          r -> {
-            Thread t = new Thread(r, "test-store-subscribers");
-            t.setDaemon(true);
-            return t;
-          });
-
-  private final ExecutorPodsSnapshotsStoreImpl impl =
-      new ExecutorPodsSnapshotsStoreImpl(subscribers, new SystemClock(), new SparkConf(false));
+  private final SparksOwnStore sparks = new SparksOwnStore();
 
   /** The store to hand to the sources under test. */
   final ExecutorPodsSnapshotsStore spark =
@@ -62,7 +49,7 @@ final class CountingStore {
                   replacementSizes.add(((scala.collection.Iterable<?>) args[0]).size());
                 }
                 try {
-                  return method.invoke(impl, args);
+                  return method.invoke(sparks.impl, args);
                 } catch (InvocationTargetException e) {
                   throw e.getCause();
                 }
@@ -103,8 +90,7 @@ final class CountingStore {
   }
 
   void stop() {
-    impl.stop();
-    subscribers.shutdownNow();
+    sparks.stop();
   }
 
   static SparkConf conf(Map<String, String> entries) {

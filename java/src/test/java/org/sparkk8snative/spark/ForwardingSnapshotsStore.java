@@ -1,13 +1,9 @@
 package org.sparkk8snative.spark;
 
 import io.fabric8.kubernetes.api.model.Pod;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import org.apache.spark.SparkConf;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshot;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStoreImpl;
-import org.apache.spark.util.SystemClock;
 import scala.Function1;
 import scala.collection.immutable.Seq;
 import scala.runtime.BoxedUnit;
@@ -18,15 +14,8 @@ import scala.runtime.BoxedUnit;
  * replaceSnapshot} and call these.
  */
 public abstract class ForwardingSnapshotsStore implements ExecutorPodsSnapshotsStore {
-  private final ScheduledExecutorService subscribers =
-      Executors.newSingleThreadScheduledExecutor(
-          r -> {
-            Thread t = new Thread(r, "test-store-subscribers");
-            t.setDaemon(true);
-            return t;
-          });
-  private final ExecutorPodsSnapshotsStoreImpl spark =
-      new ExecutorPodsSnapshotsStoreImpl(subscribers, new SystemClock(), new SparkConf(false));
+  private final SparksOwnStore sparks = new SparksOwnStore();
+  private final ExecutorPodsSnapshotsStoreImpl spark = sparks.impl;
 
   @Override
   public void updatePod(Pod pod) {
@@ -51,7 +40,6 @@ public abstract class ForwardingSnapshotsStore implements ExecutorPodsSnapshotsS
 
   @Override
   public void stop() {
-    spark.stop();
-    subscribers.shutdownNow();
+    sparks.stop();
   }
 }

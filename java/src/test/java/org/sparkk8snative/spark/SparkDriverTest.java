@@ -6,7 +6,6 @@ import static org.sparkk8snative.TestPlane.eventually;
 
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.ResourceQuota;
 import io.fabric8.kubernetes.api.model.ResourceQuotaBuilder;
@@ -103,25 +102,7 @@ class SparkDriverTest {
   }
 
   private Pod createDriverPod() {
-    return plane
-        .admin()
-        .pods()
-        .inNamespace(plane.namespace())
-        .resource(
-            new PodBuilder()
-                .withNewMetadata()
-                .withName(TestPlane.uniqueAppId("driver"))
-                .addToLabels("spark-role", "driver")
-                .endMetadata()
-                .withNewSpec()
-                .withAutomountServiceAccountToken(false)
-                .addNewContainer()
-                .withName("spark-kubernetes-driver")
-                .withImage("spark:4.0.0")
-                .endContainer()
-                .endSpec()
-                .build())
-        .create();
+    return plane.createDriver(TestPlane.uniqueAppId("driver"));
   }
 
   private SparkConf servicesConf(boolean nativeInformer, Pod driver) {

@@ -1,5 +1,6 @@
 package org.sparkk8snative.spark;
 
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.SparkListener;
@@ -17,6 +18,9 @@ import org.slf4j.LoggerFactory;
  */
 final class DriverLifecycle {
   private static final Logger LOG = LoggerFactory.getLogger(DriverLifecycle.class);
+
+  /** Shutdown hooks registered and not removed yet: one per running driver's native parts. */
+  private static final AtomicInteger REGISTERED_HOOKS = new AtomicInteger();
 
   private DriverLifecycle() {}
 
@@ -40,6 +44,7 @@ final class DriverLifecycle {
             Object registered = hook.getAndSet(null);
             if (registered != null) {
               SparkInternals.removeShutdownHook(registered);
+              REGISTERED_HOOKS.decrementAndGet();
             }
           }
         };
@@ -61,7 +66,13 @@ final class DriverLifecycle {
       run("allocator start, for want of the SparkContext", onApplicationStart);
     }
     hook.set(SparkInternals.addShutdownHook(() -> run("JVM exit", onEnd)));
+    REGISTERED_HOOKS.incrementAndGet();
     return () -> run("allocator stop", end);
+  }
+
+  /** Shutdown hooks of drivers not stopped yet (a stopped driver must leave none). */
+  static int registeredShutdownHooks() {
+    return REGISTERED_HOOKS.get();
   }
 
   private static void run(String milestone, Runnable callback) {

@@ -260,5 +260,9 @@ class SparkDriverTest {
         0,
         org.sparkk8snative.NativeInformer.openInformers(),
         "the informer is closed with the driver");
+    assertEquals(
+        0,
+        DriverLifecycle.registeredShutdownHooks(),
+        "a stopped driver leaves no shutdown hook (nor the allocator it holds) in the JVM");
   }
 }

@@ -36,6 +36,9 @@ class SparkDriverTest {
             .sparkDriverConf("spark-k8s-native-test")
             .set("spark.executor.instances", "2")
             .set("spark.kubernetes.allocation.batch.delay", "200ms")
+            // No executor of this plane ever registers (no kubelet): do not wait 30 s for them
+            // in the SparkContext's constructor.
+            .set("spark.scheduler.maxRegisteredResourcesWaitingTime", "1s")
             .set(
                 "spark.kubernetes.allocation.pods.allocator",
                 NativeExecutorPodsAllocator.class.getName())

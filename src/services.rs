@@ -26,7 +26,7 @@ use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use parking_lot::Mutex;
 use tokio::sync::{OnceCell, Semaphore};
 
-use crate::client::SetupError;
+use crate::client::{AccessDenied, SetupError};
 use crate::informer::PodSubscriber;
 use crate::labels;
 use crate::pod::{CachedPod, PodChange};
@@ -479,43 +479,6 @@ impl ExecutorServices {
 
 /// What executor Services need, and what driver start-up checks.
 const SERVICE_VERBS: [&str; 3] = ["get", "create", "delete"];
-
-/// The driver may not do on services what executor Services need.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "{enable}=true, but the driver may not {verbs} services in namespace {namespace} (asked the apiserver with a \
-     SelfSubjectAccessReview{why}): executor Services need get, create and delete on services. Grant them to the \
-     driver's service account (a Role and RoleBinding in {namespace}), or set {enable}=false",
-    enable = crate::settings::keys::ENABLE_SERVICE.name,
-    verbs = self.verbs_text(),
-    why = self.reasons_text(),
-)]
-pub struct AccessDenied {
-    pub namespace: String,
-    /// The verbs denied, in the order get, create, delete.
-    pub verbs: Vec<&'static str>,
-    /// The authorizer's reasons, when it gave any.
-    pub reasons: Vec<String>,
-}
-
-impl AccessDenied {
-    /// `get`, `create and delete`, `get, create and delete`.
-    fn verbs_text(&self) -> String {
-        match self.verbs.split_last() {
-            None => String::new(),
-            Some((last, [])) => last.to_string(),
-            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-        }
-    }
-
-    fn reasons_text(&self) -> String {
-        if self.reasons.is_empty() {
-            String::new()
-        } else {
-            format!("; the authorizer said: {}", self.reasons.join("; "))
-        }
-    }
-}
 
 fn transient(error: &kube::Error) -> bool {
     match error {

@@ -46,11 +46,17 @@ class ExecutorFailuresTest {
 
   /**
    * What one failure did: how Spark explained the loss, the failures it had counted and the
-   * executors it had added once the failed one's replacement registered, and the time from the
-   * failure to Spark's removal of the executor.
+   * executors it had added once the failed one's replacement registered, the time from the failure
+   * to Spark's removal of the executor, and how many executors that were no victim Spark had
+   * removed so far (on 2 cores a busy replacement sometimes misses its heartbeats too).
    */
   private record Loss(
-      String failure, String sparkReason, int failuresCounted, int executorsAdded, long millis) {}
+      String failure,
+      String sparkReason,
+      int failuresCounted,
+      int executorsAdded,
+      long millis,
+      int othersRemoved) {}
 
   private record Outcome(List<Loss> losses, int executorsAdded, boolean podsLeftOver) {}
 
@@ -121,6 +127,7 @@ class ExecutorFailuresTest {
     failures.put("SIGKILL", (exec, pod) -> node.signal(pod, "KILL"));
     failures.put("hung (SIGSTOP)", (exec, pod) -> node.signal(pod, "STOP"));
     List<Loss> losses = new ArrayList<>();
+    Set<String> victims = new java.util.HashSet<>();
     try {
       for (var failure : failures.entrySet()) {
         TestPlane.eventually(
@@ -143,6 +150,7 @@ class ExecutorFailuresTest {
             Duration.ofSeconds(60),
             () -> taskStartedOn.get() != null);
         String victim = taskStartedOn.get();
+        victims.add(victim);
         String victimPod = podOf(appId, victim);
         long began = System.nanoTime();
         failure.getValue().accept(victim, victimPod);
@@ -172,7 +180,8 @@ class ExecutorFailuresTest {
                 removedWhy.get(victim),
                 lifecycle.getNumExecutorsFailed(),
                 added.size(),
-                millis));
+                millis,
+                (int) removedWhy.keySet().stream().filter(id -> !victims.contains(id)).count()));
       }
       TestPlane.eventually(
           "replacements for every lost executor",
@@ -223,19 +232,36 @@ class ExecutorFailuresTest {
       Loss n = nativeRun.losses().get(i);
       Loss l = legacyRun.losses().get(i);
       System.out.printf(
-          "%-15s native: %-20s failures %d, executors %d, removed after %5d ms | legacy: %-20s"
-              + " failures %d, executors %d, removed after %5d ms%n",
+          "%-15s native: %-20s failures %d, executors %d, removed after %5d ms, others removed %d"
+              + " | legacy: %-20s failures %d, executors %d, removed after %5d ms, others removed"
+              + " %d%n",
           n.failure(),
           kind(n.sparkReason()),
           n.failuresCounted(),
           n.executorsAdded(),
           n.millis(),
+          n.othersRemoved(),
           kind(l.sparkReason()),
           l.failuresCounted(),
           l.executorsAdded(),
-          l.millis());
+          l.millis(),
+          l.othersRemoved());
       assertEquals(outcome(l), outcome(n), n.failure() + ": Spark's reason");
-      assertEquals(l.failuresCounted(), n.failuresCounted(), n.failure() + ": failures counted");
+      // The same failures counted, but for executors Spark lost besides the victims (each may or
+      // may not have counted): without such a loss, exactly the same.
+      assertTrue(
+          Math.abs(l.failuresCounted() - n.failuresCounted())
+              <= n.othersRemoved() + l.othersRemoved(),
+          n.failure()
+              + ": failures counted, native "
+              + n.failuresCounted()
+              + " vs legacy "
+              + l.failuresCounted()
+              + ", with "
+              + n.othersRemoved()
+              + " and "
+              + l.othersRemoved()
+              + " executors lost besides the victims");
     }
     System.out.printf(
         "executors added: native %d, legacy %d%n",

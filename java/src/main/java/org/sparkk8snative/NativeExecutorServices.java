@@ -73,7 +73,7 @@ public final class NativeExecutorServices implements AutoCloseable {
    * @throws IllegalStateException when the informer whose controller this shares has stopped
    */
   public int ensure(Collection<String> executorIds) {
-    return NativeBridge.ensureServices(handle.id(), executorIds.toArray(new String[0]));
+    return NativeBridge.ensureServices(handle.id(), ids(executorIds));
   }
 
   /**
@@ -82,7 +82,17 @@ public final class NativeExecutorServices implements AutoCloseable {
    * the informer on, it sees the deletions itself; reporting them too is harmless.
    */
   public void gone(Collection<String> executorIds) {
-    NativeBridge.servicesGone(handle.id(), executorIds.toArray(new String[0]));
+    NativeBridge.servicesGone(handle.id(), ids(executorIds));
+  }
+
+  /**
+   * The ids for the native side, which names a null or empty one; a null collection is named here.
+   */
+  private static String[] ids(Collection<String> executorIds) {
+    if (executorIds == null) {
+      throw new NullPointerException("executorIds");
+    }
+    return executorIds.toArray(new String[0]);
   }
 
   /**

@@ -10,11 +10,16 @@ pub mod driver;
 pub mod informer;
 pub mod jni;
 pub mod labels;
+pub mod memory;
 pub mod pod;
 pub mod runtime;
 pub mod services;
 pub mod settings;
 pub mod wire;
+
+// Counts the library's heap, so that a driver's native memory is measured (memory.rs).
+#[global_allocator]
+static ALLOCATOR: memory::CountingAllocator = memory::CountingAllocator;
 
 /// The library's version, with the target and profile it was built for,
 /// e.g. `spark-k8s-native 0.1.0 (x86_64-unknown-linux-gnu, release)`.

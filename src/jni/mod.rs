@@ -168,6 +168,16 @@ pub extern "system" fn Java_org_sparkk8snative_NativeLibrary_wireVersion<'local>
     env.with_env(|_| -> Result<_, JniError> { Ok(wire::VERSION as jint) }).resolve::<ThrowJavaException>()
 }
 
+/// `long nativeAllocatedBytes()`: bytes the library holds on its heap now.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeLibrary_nativeAllocatedBytes<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+) -> jlong {
+    env.with_env(|_| -> Result<_, JniError> { Ok(crate::memory::allocated_bytes() as jlong) })
+        .resolve::<ThrowJavaException>()
+}
+
 /// `String[] pollLogs(int max, long timeoutMillis)`: log records as level,
 /// target, message triples; empty after the timeout.
 #[unsafe(no_mangle)]

@@ -108,6 +108,17 @@ public final class NativeLibrary {
 
   private static native String version();
 
+  /**
+   * Bytes the native library holds on its heap now (its pod cache, queues, Kubernetes client and
+   * runtime), as counted by its allocator; the JVM's heap and its own native memory are not in it.
+   */
+  public static long allocatedBytes() {
+    load();
+    return nativeAllocatedBytes();
+  }
+
+  private static native long nativeAllocatedBytes();
+
   /** The version of the frames the loaded library sends (see {@link Wire}). */
   private static native int wireVersion();
 

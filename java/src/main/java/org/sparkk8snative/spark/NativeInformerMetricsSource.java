@@ -9,6 +9,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.sparkk8snative.InformerHealth;
 import org.sparkk8snative.NativeInformer;
+import org.sparkk8snative.NativeLibrary;
 
 /**
  * The native informer's health as a source of Spark's metrics system (namespace {@code
@@ -43,6 +44,11 @@ public final class NativeInformerMetricsSource implements Source {
     listerGauge("lastSnapshotMicros", round -> round.nanos() / 1000);
     listerGauge("lastSnapshotPods", NativeListerSnapshotSource.Round::pods);
     listerGauge("lastSnapshotChangedPods", NativeListerSnapshotSource.Round::changedPods);
+    // The library's whole native heap (every informer of the process), as its allocator counts it:
+    // the driver memory the JVM's own figures do not show.
+    registry.register(
+        MetricRegistry.name("library", "allocatedBytes"),
+        (Gauge<Long>) NativeLibrary::allocatedBytes);
   }
 
   private void listerGauge(String name, ToLongFunction<NativeListerSnapshotSource.Round> read) {

@@ -110,6 +110,12 @@ class NativeSourcesFeedSparkStoreTest {
     assertEquals(3L, gauges.get("lister.lastSnapshotPods").getValue());
     assertEquals(0L, gauges.get("lister.lastSnapshotChangedPods").getValue());
     assertTrue((Long) gauges.get("lister.lastSnapshotMicros").getValue() > 0);
+    // The native heap holds at least the cached pods' JSON, which the health reports.
+    long cacheJson = sources.informer().health().cacheJsonBytes();
+    assertTrue(cacheJson > 0, "cache JSON bytes " + cacheJson);
+    assertTrue(
+        (Long) gauges.get("library.allocatedBytes").getValue() > cacheJson,
+        "native heap " + gauges.get("library.allocatedBytes").getValue() + " > cache " + cacheJson);
   }
 
   @Test

@@ -79,7 +79,9 @@ async fn main() {
     writeln!(report, "### Informer (Rust core)\n").unwrap();
     writeln!(
         report,
-        "Local control plane (kube-apiserver v1.36.3, watch cache on), {} cores; best of {runs} runs per figure.\n",
+        "Local control plane (kube-apiserver v1.36.3, watch cache on), {} cores; best of {runs} runs per figure. \
+         Executor pods shaped like Spark's, as in the JVM benchmark (environment with the downward API, ports, \
+         resources, local-dir volume, Running status as a kubelet writes it).\n",
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
     )
     .unwrap();
@@ -93,7 +95,7 @@ async fn main() {
     let app = unique_app_id("bench");
     for &n in sizes {
         let began = Instant::now();
-        kubelet::create_executors(&pods, &app, created as u64..n as u64, 64).await.unwrap();
+        kubelet::create_spark_shaped_executors(&pods, &app, created as u64..n as u64, 64).await.unwrap();
         eprintln!("[bench] {n} pods exist ({} created in {:.1}s)", n - created, began.elapsed().as_secs_f64());
         created = n;
         let selector = executor_selector(&app);
@@ -152,7 +154,7 @@ async fn main() {
 
     // 2. Change -> event latency next to a raw watch of the same changes.
     let app = unique_app_id("latency");
-    kubelet::create_executors(&pods, &app, 0..10, 10).await.unwrap();
+    kubelet::create_spark_shaped_executors(&pods, &app, 0..10, 10).await.unwrap();
     let informer = informer(&plane, &app, "auto").await;
     informer.start().unwrap();
     while informer.lister_snapshot().is_err() {

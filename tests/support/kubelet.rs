@@ -62,6 +62,115 @@ pub async fn create_executors(
         .await
 }
 
+/// An executor pod the size Spark 4.x makes it (environment with the downward
+/// API, ports, requests and limits, a local-dir volume), the same shape as the
+/// JVM benchmark's `ExecutorPodPopulation`: for figures whose cost grows with
+/// the pod's size (time to sync, cache bytes).
+pub fn spark_shaped_executor_pod(app_id: &str, exec_id: u64) -> Pod {
+    let name = executor_pod_name(app_id, exec_id);
+    let env = |k: &str, v: &str| json!({"name": k, "value": v});
+    let field =
+        |k: &str, path: &str| json!({"name": k, "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": path}}});
+    serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {
+                APP_LABEL: app_id,
+                ROLE_LABEL: "executor",
+                EXEC_ID_LABEL: exec_id.to_string(),
+                "spark-app-name": "benchmark",
+                "spark-exec-resourceprofile-id": "0",
+                "spark-version": "4.2.0",
+            },
+        },
+        "spec": {
+            "hostname": name,
+            "restartPolicy": "Never",
+            "serviceAccountName": "default",
+            "automountServiceAccountToken": false,
+            "enableServiceLinks": false,
+            "containers": [{
+                "name": EXECUTOR_CONTAINER,
+                "image": "apache/spark:4.2.0",
+                "imagePullPolicy": "IfNotPresent",
+                "args": ["executor"],
+                "env": [
+                    env("SPARK_USER", "spark"),
+                    env("SPARK_DRIVER_URL", &format!("spark://CoarseGrainedScheduler@{app_id}-driver-svc.spark.svc:7078")),
+                    env("SPARK_EXECUTOR_CORES", "4"),
+                    env("SPARK_EXECUTOR_MEMORY", "8g"),
+                    env("SPARK_APPLICATION_ID", app_id),
+                    env("SPARK_CONF_DIR", "/opt/spark/conf"),
+                    env("SPARK_EXECUTOR_ID", &exec_id.to_string()),
+                    env("SPARK_RESOURCE_PROFILE_ID", "0"),
+                    field("SPARK_EXECUTOR_POD_IP", "status.podIP"),
+                    field("SPARK_EXECUTOR_POD_NAME", "metadata.name"),
+                    env("SPARK_JAVA_OPT_0", "-Dspark.driver.port=7078"),
+                    env("SPARK_JAVA_OPT_1", "-Dspark.driver.blockManager.port=7079"),
+                    env("SPARK_LOCAL_DIRS", "/var/data/spark-0b6a6f5e-3c2d-4f3e-9a65-0a1f6c2b7d11"),
+                ],
+                "ports": [{"name": "blockmanager", "containerPort": 7079, "protocol": "TCP"}],
+                "resources": {
+                    "requests": {"cpu": "4", "memory": "8601Mi"},
+                    "limits": {"memory": "8601Mi"},
+                },
+                "volumeMounts": [{"name": "spark-local-dir-1", "mountPath": "/var/data/spark-0b6a6f5e"}],
+            }],
+            "volumes": [{"name": "spark-local-dir-1", "emptyDir": {}}],
+        },
+    }))
+    .unwrap()
+}
+
+/// The `pods/status` a kubelet writes for a running Spark executor, as the
+/// JVM benchmark's pods have it.
+pub fn spark_shaped_running_status(exec_id: u64) -> serde_json::Value {
+    let ip = format!("10.244.{}.{}", (exec_id / 250) % 250, exec_id % 250 + 2);
+    let at = "2026-11-29T10:00:00Z";
+    let conditions = ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
+        .map(|t| json!({"type": t, "status": "True", "lastTransitionTime": at}));
+    json!({
+        "phase": "Running",
+        "hostIP": "10.0.0.7",
+        "podIP": ip,
+        "podIPs": [{"ip": ip}],
+        "qosClass": "Burstable",
+        "startTime": at,
+        "conditions": conditions,
+        "containerStatuses": [{
+            "name": EXECUTOR_CONTAINER,
+            "image": "docker.io/apache/spark:4.2.0",
+            "imageID": "docker.io/apache/spark@sha256:5a0f3c3d1f3e2b0c9f7e6d5c4b3a29181716151413121110f0e0d0c0b0a0908",
+            "containerID": "containerd://4f1d2c3b4a5968778695a4b3c2d1e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091",
+            "ready": true,
+            "started": true,
+            "restartCount": 0,
+            "state": {"running": {"startedAt": at}},
+        }],
+    })
+}
+
+/// Creates Spark-shaped executors `ids`, Running, at most `concurrency` at once.
+pub async fn create_spark_shaped_executors(
+    pods: &Api<Pod>,
+    app_id: &str,
+    ids: std::ops::Range<u64>,
+    concurrency: usize,
+) -> kube::Result<()> {
+    futures::stream::iter(ids)
+        .map(|id| async move {
+            pods.create(&PostParams::default(), &spark_shaped_executor_pod(app_id, id)).await?;
+            let status = json!({"status": spark_shaped_running_status(id)});
+            pods.patch_status(&executor_pod_name(app_id, id), &PatchParams::default(), &Patch::Merge(&status)).await
+        })
+        .buffer_unordered(concurrency)
+        .try_collect::<Vec<_>>()
+        .await
+        .map(|_| ())
+}
+
 /// A phase the test kubelet can put an executor's pod in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PodPhase {

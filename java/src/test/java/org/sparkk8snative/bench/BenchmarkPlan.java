@@ -16,16 +16,32 @@ record BenchmarkPlan(
     int patches,
     long patchIntervalMillis,
     long windowSeconds,
-    long pollingSeconds) {
+    long pollingSeconds,
+    int repetitions,
+    long seed) {
   static final String STEADY_APP = "bench-steady";
 
-  /** Spark's defaults: 30 s polling; a 120 s window holds four polls. */
-  static final BenchmarkPlan FULL =
-      new BenchmarkPlan("full", List.of(1000, 5000, 10000), 100, 1000, 10, 120, 30);
+  /**
+   * Spark's defaults: 30 s polling; a 60 s window holds two polls; every contender 5 times ({@code
+   * BENCH_REPS} overrides it for a shorter run by hand).
+   */
+  static BenchmarkPlan full() {
+    String reps = System.getenv().getOrDefault("BENCH_REPS", "5");
+    return new BenchmarkPlan(
+        "full",
+        List.of(1000, 5000, 10000, 20000),
+        100,
+        1000,
+        10,
+        60,
+        30,
+        Integer.parseInt(reps),
+        15);
+  }
 
-  /** A smoke check of the harness: small numbers, polling scaled down to 2 s. */
+  /** A smoke check of the harness: small numbers, polling scaled down to 2 s, two repetitions. */
   static final BenchmarkPlan QUICK =
-      new BenchmarkPlan("quick", List.of(100, 300), 20, 100, 10, 8, 2);
+      new BenchmarkPlan("quick", List.of(100, 300), 20, 100, 10, 8, 2, 2, 15);
 
   static String appId(int pods) {
     return "bench-" + pods;
@@ -52,7 +68,9 @@ record BenchmarkPlan(
         Integer.toString(patches),
         Long.toString(patchIntervalMillis),
         Long.toString(windowSeconds),
-        Long.toString(pollingSeconds));
+        Long.toString(pollingSeconds),
+        Integer.toString(repetitions),
+        Long.toString(seed));
   }
 
   static BenchmarkPlan parse(String encoded) {
@@ -65,7 +83,9 @@ record BenchmarkPlan(
         Integer.parseInt(f[3]),
         Long.parseLong(f[4]),
         Long.parseLong(f[5]),
-        Long.parseLong(f[6]));
+        Long.parseLong(f[6]),
+        Integer.parseInt(f[7]),
+        Long.parseLong(f[8]));
   }
 
   private static String join(List<Integer> values) {

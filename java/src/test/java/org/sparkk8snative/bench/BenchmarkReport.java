@@ -27,18 +27,39 @@ final class BenchmarkReport {
           "native (this project)");
 
   final BenchmarkPlan plan;
-  final Map<String, Map<String, String>> figures;
+
+  /** Run -> one figure map per repetition. */
+  final Map<String, List<Map<String, String>>> figures;
+
+  private final Map<Integer, List<String>> orders;
   private final long seconds;
 
-  BenchmarkReport(BenchmarkPlan plan, Map<String, Map<String, String>> figures, long seconds) {
+  BenchmarkReport(
+      BenchmarkPlan plan,
+      Map<String, List<Map<String, String>>> figures,
+      Map<Integer, List<String>> orders,
+      long seconds) {
     this.plan = plan;
     this.figures = figures;
+    this.orders = orders;
     this.seconds = seconds;
   }
 
-  /** A figure as a number, or NaN when the run did not produce it. */
+  /** A figure's median over the repetitions, or NaN when no run produced it. */
   double number(String run, String key) {
-    String value = figures.getOrDefault(run, Map.of()).get(key);
+    return spread(run, key).median();
+  }
+
+  /** A figure's median and range over the repetitions. */
+  Spread spread(String run, String key) {
+    List<Double> values = new ArrayList<>();
+    for (Map<String, String> rep : figures.getOrDefault(run, List.of())) {
+      values.add(parse(rep.get(key)));
+    }
+    return Spread.of(values);
+  }
+
+  private static double parse(String value) {
     try {
       return value == null ? Double.NaN : Double.parseDouble(value);
     } catch (NumberFormatException e) {
@@ -46,9 +67,16 @@ final class BenchmarkReport {
     }
   }
 
-  /** Sorted latencies in milliseconds. */
+  /** Sorted latencies in milliseconds, of every repetition together (the chart's CDF). */
   double[] latenciesMillis(String run) {
-    String value = figures.getOrDefault(run, Map.of()).getOrDefault("latency.micros", "-");
+    return figures.getOrDefault(run, List.of()).stream()
+        .flatMapToDouble(rep -> Arrays.stream(latenciesMillis(rep)))
+        .sorted()
+        .toArray();
+  }
+
+  private static double[] latenciesMillis(Map<String, String> rep) {
+    String value = rep.getOrDefault("latency.micros", "-");
     if (value.equals("-")) {
       return new double[0];
     }
@@ -58,11 +86,32 @@ final class BenchmarkReport {
         .toArray();
   }
 
+  /** A latency percentile of each repetition: its median and range. */
+  Spread latency(String run, double p) {
+    List<Double> values = new ArrayList<>();
+    for (Map<String, String> rep : figures.getOrDefault(run, List.of())) {
+      values.add(percentile(latenciesMillis(rep), p));
+    }
+    return Spread.of(values);
+  }
+
   static double percentile(double[] sorted, double p) {
     if (sorted.length == 0) {
       return Double.NaN;
     }
     return sorted[Math.min(sorted.length - 1, (int) Math.ceil(p * sorted.length) - 1)];
+  }
+
+  /**
+   * A driver's memory for its pods, per repetition: JVM heap retained after GC plus the native
+   * library's heap.
+   */
+  Spread driverMemory(String run) {
+    List<Double> values = new ArrayList<>();
+    for (Map<String, String> rep : figures.getOrDefault(run, List.of())) {
+      values.add(parse(rep.get("heap.retainedBytes")) + parse(rep.get("native.heapBytes")));
+    }
+    return Spread.of(values);
   }
 
   /** The better of legacy and fabric8 for a figure (lower is better). */
@@ -78,29 +127,44 @@ final class BenchmarkReport {
   List<String> missing() {
     List<String> missing = new ArrayList<>();
     for (String run : SnapshotSourcesBenchmark.RUNS) {
+      List<Map<String, String>> reps = figures.getOrDefault(run, List.of());
+      if (reps.size() != plan.repetitions()) {
+        missing.add(run + ": " + reps.size() + " of " + plan.repetitions() + " repetitions");
+      }
       List<String> keys = new ArrayList<>(List.of("latency.received"));
       for (int size : plan.sizes()) {
         keys.add("first." + size + ".allPodsMs");
       }
       if (!run.equals("floor")) {
-        keys.addAll(List.of("requests.LIST.perHour", "heap.retainedBytes", "alloc.bytesPerEvent"));
+        keys.addAll(
+            List.of(
+                "requests.LIST.perHour",
+                "heap.retainedBytes",
+                "native.heapBytes",
+                "rss.bytes",
+                "alloc.bytesPerEvent"));
       }
       if (run.equals("native")) {
         keys.add("lister.unchangedMicros");
       }
-      for (String key : keys) {
-        if (Double.isNaN(number(run, key))) {
-          missing.add(run + " " + key);
+      for (int r = 0; r < reps.size(); r++) {
+        for (String key : keys) {
+          if (Double.isNaN(parse(reps.get(r).get(key)))) {
+            missing.add(run + " repetition " + (r + 1) + " " + key);
+          }
         }
-      }
-      if (number(run, "latency.received") < plan.patches()) {
-        missing.add(
-            run
-                + ": "
-                + fmt(number(run, "latency.received"))
-                + " of "
-                + plan.patches()
-                + " patches reached it");
+        double received = parse(reps.get(r).get("latency.received"));
+        if (received < plan.patches()) {
+          missing.add(
+              run
+                  + " repetition "
+                  + (r + 1)
+                  + ": "
+                  + fmt(received)
+                  + " of "
+                  + plan.patches()
+                  + " patches reached it");
+        }
       }
     }
     return missing;
@@ -109,8 +173,7 @@ final class BenchmarkReport {
   String headline() {
     double lists = number("native", "requests.LIST.perHour");
     double legacyLists = number("legacy", "requests.LIST.perHour");
-    double[] nat = latenciesMillis("native");
-    double[] f8 = latenciesMillis("fabric8");
+
     int n = plan.largest();
     return String.format(
         "headline: LIST per driver-hour native %.0f vs legacy %.0f; apiserver bytes per hour native %s vs legacy %s;"
@@ -124,14 +187,45 @@ final class BenchmarkReport {
         number("native", "first." + n + ".allPodsMs"),
         number("fabric8", "first." + n + ".allPodsMs"),
         number("floor", "first." + n + ".allPodsMs"),
-        percentile(nat, 0.99),
-        percentile(f8, 0.99),
+        latency("native", 0.99).median(),
+        latency("fabric8", 0.99).median(),
         bytes(number("native", "heap.retainedBytes")),
         bytes(number("fabric8", "heap.retainedBytes")));
   }
 
   void writeMarkdown(Path file) throws IOException {
     MarkdownSections.write(file, "jvm", section());
+  }
+
+  /** The README's headline table, from this run's figures (section {@code headline}). */
+  void writeReadmeHeadline(Path readme) throws IOException {
+    int n = plan.largest();
+    String first = "first." + n + ".allPodsMs";
+    StringBuilder md = new StringBuilder();
+    md.append("| | legacy | fabric8 informer | native |\n| --- | ---: | ---: | ---: |\n");
+    md.append(
+        row(
+            "LIST requests per driver-hour (" + plan.steadyPods() + " executors)",
+            c -> fmt(number(c, "requests.LIST.perHour"))));
+    md.append(row("every pod in Spark's store, " + n + " pods", c -> ms(number(c, first))));
+    md.append(
+        row(
+            "driver memory for " + n + " pods (JVM heap after GC + native heap)",
+            c -> bytes(driverMemory(c).median())));
+    md.append(row("process RSS, " + n + " pods", c -> bytes(number(c, "rss.bytes"))));
+    md.append(
+        row("JVM bytes allocated per pod event", c -> bytes(number(c, "alloc.bytesPerEvent"))));
+    md.append(
+        String.format(
+            "%nWritten by `make bench` (plan `%s`, %s, Spark %s).%n",
+            plan.name(), LocalDate.now(), jarVersion("spark-core_2.13-")));
+    MarkdownSections.write(readme, "headline", md.toString());
+  }
+
+  private static String row(String what, java.util.function.Function<String, String> cell) {
+    return String.format(
+        "| %s | %s | %s | **%s** |\n",
+        what, cell.apply("legacy"), cell.apply("fabric8"), cell.apply("native"));
   }
 
   private String section() {
@@ -142,8 +236,8 @@ final class BenchmarkReport {
         String.format(
             """
         `make bench` (plan `%s`, %d s on %s, %s). Each contender runs in a JVM of its own (`-Xmx2g`, \
-        same flags), one after the other on the same local control plane (kube-apiserver v1.36.3, watch \
-        cache on), and feeds Spark's real `ExecutorPodsSnapshotsStoreImpl` (one subscriber at 1 s, as the \
+        same flags), %d times, in an order shuffled per repetition (listed at the end), on the same local \
+        control plane (kube-apiserver v1.36.3, watch cache on), and feeds Spark's real `ExecutorPodsSnapshotsStoreImpl` (one subscriber at 1 s, as the \
         lifecycle manager). Spark %s with its fabric8 %s. Executor pods are shaped like Spark's (environment, \
         resources, local-dir volume, Running status; about %s of JSON each). Polling interval of the legacy \
         source and of both listers: %d s%s. Lower is better everywhere; ratios are native / best peer.
@@ -155,6 +249,7 @@ final class BenchmarkReport {
             seconds,
             machine(),
             LocalDate.now(),
+            plan.repetitions(),
             jarVersion("spark-core_2.13-"),
             jarVersion("kubernetes-client-api-"),
             bytes(number("floor", "first." + n + ".listBytes") / n),
@@ -171,12 +266,12 @@ final class BenchmarkReport {
     for (String c : CONTENDERS) {
       md.append(
           String.format(
-              "| %s | %.0f | %.0f | %.0f | %s |\n",
+              "| %s | %s | %s | %s | %s |\n",
               LABELS.get(c),
-              number(c, "requests.LIST.perHour"),
-              number(c, "requests.WATCH.perHour"),
-              number(c, "requests.GET.perHour"),
-              bytes(number(c, "bytes.perHour"))));
+              spread(c, "requests.LIST.perHour").format("", 0),
+              spread(c, "requests.WATCH.perHour").format("", 0),
+              spread(c, "requests.GET.perHour").format("", 0),
+              bytes(spread(c, "bytes.perHour"))));
     }
     md.append(
         "\nA native WATCH request ends every `watchTimeout` (10 s by default, two thirds of the stale bound) "
@@ -184,22 +279,25 @@ final class BenchmarkReport {
             + "itself alive, so the lister never snapshots a silently dead cache.\n\n");
 
     md.append(
-        "**Time from `start` to Spark's store holding every executor pod** (median of 3 starts), next to a "
-            + "raw LIST of the same pods read over plain HTTPS without decoding (the floor):\n\n");
+        "**Time from `start` to Spark's store holding every executor pod** (ms, one start per "
+            + "repetition), next to a raw LIST of the same pods read over plain HTTPS without decoding (the "
+            + "floor); native against the better peer is a win or a loss only when the ranges do not overlap:\n\n");
     md.append(
-        "| pods | raw LIST | legacy | fabric8 | native | native / best peer | native / raw LIST |\n");
-    md.append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+        "| pods | raw LIST | legacy | fabric8 | native | native / best peer | native vs best peer | native / raw LIST |\n");
+    md.append("| ---: | ---: | ---: | ---: | ---: | ---: | :---: | ---: |\n");
     for (int size : plan.sizes()) {
       String key = "first." + size + ".allPodsMs";
+      String peer = number("legacy", key) < number("fabric8", key) ? "legacy" : "fabric8";
       md.append(
           String.format(
-              "| %d | %s | %s | %s | %s | %s | %s |\n",
+              "| %d | %s | %s | %s | %s | %s | %s | %s |\n",
               size,
-              ms(number("floor", key)),
-              ms(number("legacy", key)),
-              ms(number("fabric8", key)),
-              ms(number("native", key)),
+              spread("floor", key).format("", 0),
+              spread("legacy", key).format("", 0),
+              spread("fabric8", key).format("", 0),
+              spread("native", key).format("", 0),
               ratio(number("native", key), bestPeer(key)),
+              spread("native", key).against(spread(peer, key)) + " (" + peer + ")",
               ratio(number("native", key), number("floor", key))));
     }
     md.append(
@@ -213,56 +311,64 @@ final class BenchmarkReport {
               size,
               Double.isNaN(number("legacy", key))
                   ? "after one polling interval"
-                  : ms(number("legacy", key)),
-              ms(number("fabric8", key)),
-              ms(number("native", key))));
+                  : spread("legacy", key).format(" ms", 0),
+              spread("fabric8", key).format(" ms", 0),
+              spread("native", key).format(" ms", 0)));
     }
 
     md.append(
         String.format(
             "%n**Status PATCH to Spark's store holding the new state** (%d patches, one every %d ms, "
                 + "round-robin over the %d pods; send time carried in the patch), next to a raw watch of the same pods "
-                + "(the floor):%n%n",
+                + "(the floor); percentiles of each repetition, median (min-max) over them, in ms:%n%n",
             plan.patches(), plan.patchIntervalMillis(), plan.steadyPods()));
     md.append("| | p50 | p99 | max | received |\n| --- | ---: | ---: | ---: | ---: |\n");
     for (String run : SnapshotSourcesBenchmark.RUNS) {
-      double[] l = latenciesMillis(run);
       md.append(
           String.format(
-              "| %s | %.2f ms | %.2f ms | %.2f ms | %d / %d |\n",
+              "| %s | %s | %s | %s | %.0f / %d |\n",
               LABELS.get(run),
-              percentile(l, 0.5),
-              percentile(l, 0.99),
-              percentile(l, 1.0),
-              l.length,
+              latency(run, 0.5).format("", 2),
+              latency(run, 0.99).format("", 2),
+              latency(run, 1.0).format("", 2),
+              spread(run, "latency.received").min(),
               plan.patches()));
     }
 
     md.append(
         String.format(
-            "%n**Driver footprint** (heap retained after GC and RSS with %d pods tracked, once the "
-                + "first full snapshot is in; JVM bytes allocated per pod event during the patches; CPU over the "
-                + "steady-state window, per hour):%n%n",
+            "%n**Driver memory, counted the same way for every contender**, with %d pods tracked once "
+                + "the first full snapshot is in: the JVM heap retained after GC, plus the native library's heap as "
+                + "its allocator counts it (a counting wrapper of the system allocator in the library, live bytes "
+                + "requested; 0 for the other two, which keep everything on the JVM heap), and the process RSS, "
+                + "which also holds what the JVM keeps off-heap for itself. JVM bytes allocated per pod event "
+                + "during the patches; CPU over the steady-state window, per hour:%n%n",
             n));
     md.append(
-        "| | heap retained | RSS | JVM bytes / event | process CPU / hour | native CPU / hour |\n");
-    md.append("| --- | ---: | ---: | ---: | ---: | ---: |\n");
+        "| | heap retained | native heap | **heap + native** | RSS | JVM bytes / event "
+            + "| process CPU / hour | native CPU / hour |\n");
+    md.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (String c : CONTENDERS) {
       double hours = number(c, "steady.windowMs") / 3.6e6;
       md.append(
           String.format(
-              "| %s | %s | %s | %s | %.1f s | %.1f s |\n",
+              "| %s | %s | %s | **%s** | %s | %s | %.1f s | %.1f s |\n",
               LABELS.get(c),
-              bytes(number(c, "heap.retainedBytes")),
-              bytes(number(c, "rss.bytes")),
-              bytes(number(c, "alloc.bytesPerEvent")),
+              bytes(spread(c, "heap.retainedBytes")),
+              bytes(spread(c, "native.heapBytes")),
+              bytes(driverMemory(c)),
+              bytes(spread(c, "rss.bytes")),
+              bytes(spread(c, "alloc.bytesPerEvent")),
               number(c, "steady.processCpuMs") / 1000 / hours,
               number(c, "steady.nativeCpuMs") / 1000 / hours));
     }
     md.append(
         String.format(
-            "| native / best peer | %s | %s | %s | | |\n",
+            "| native / best peer | %s | | %s | %s | %s | | |\n",
             ratio(number("native", "heap.retainedBytes"), bestPeer("heap.retainedBytes")),
+            ratio(
+                driverMemory("native").median(),
+                Math.min(driverMemory("legacy").median(), driverMemory("fabric8").median())),
             ratio(number("native", "rss.bytes"), bestPeer("rss.bytes")),
             ratio(number("native", "alloc.bytesPerEvent"), bestPeer("alloc.bytesPerEvent"))));
 
@@ -283,14 +389,25 @@ final class BenchmarkReport {
             bytes(number("native", "lister.frameBytes"))));
 
     md.append(targets());
+    md.append(
+        String.format(
+            "Each contender ran %d times, in an order shuffled per repetition (`new Random(seed)`); "
+                + "figures are the median over the repetitions and, in brackets, their range:%n%n",
+            plan.repetitions()));
+    for (Map.Entry<Integer, List<String>> e : orders.entrySet()) {
+      md.append(
+          String.format(
+              "- repetition %d, seed %d: %s%n",
+              e.getKey(), plan.seed() * 1000 + e.getKey(), String.join(", ", e.getValue())));
+    }
+    md.append('\n');
     return md.toString();
   }
 
   private String targets() {
     int n = plan.largest();
     String first = "first." + n + ".allPodsMs";
-    double[] nat = latenciesMillis("native");
-    double nativeP99 = percentile(nat, 0.99);
+    double nativeP99 = latency("native", 0.99).median();
     List<String[]> rows = new ArrayList<>();
     rows.add(
         target(
@@ -316,21 +433,21 @@ final class BenchmarkReport {
     rows.add(
         target(
             "p99 <= fabric8's",
-            nativeP99 / percentile(latenciesMillis("fabric8"), 0.99),
+            nativeP99 / latency("fabric8", 0.99).median(),
             1.0,
             (v, t) -> v <= t ? 1 : 0,
             "%.2fx"));
     rows.add(
         target(
             "p99 <= 2x raw watch",
-            nativeP99 / percentile(latenciesMillis("floor"), 0.99),
+            nativeP99 / latency("floor", 0.99).median(),
             2.0,
             (v, t) -> v <= t ? 1 : 0,
             "%.2fx"));
     rows.add(
         target(
-            "heap retained <= 0.5x fabric8",
-            number("native", "heap.retainedBytes") / number("fabric8", "heap.retainedBytes"),
+            "driver memory (heap + native) <= 0.5x fabric8",
+            driverMemory("native").median() / driverMemory("fabric8").median(),
             0.5,
             (v, t) -> v <= t ? 1 : 0,
             "%.2fx"));
@@ -385,6 +502,15 @@ final class BenchmarkReport {
       return "n/a";
     }
     return String.format("%.2fx", value / peer);
+  }
+
+  static String bytes(Spread s) {
+    if (!s.present()) {
+      return "n/a";
+    }
+    return s.min() == s.max()
+        ? bytes(s.median())
+        : bytes(s.median()) + " (" + bytes(s.min()) + "-" + bytes(s.max()) + ")";
   }
 
   static String bytes(double b) {

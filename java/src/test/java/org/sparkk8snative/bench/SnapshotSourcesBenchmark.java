@@ -17,10 +17,10 @@ import org.sparkk8snative.TestPlane;
  * The three-way benchmark: Spark's legacy watch + polling sources, a fabric8 informer + lister
  * (Spark's informer pull request), and the native sources, each feeding Spark's real snapshot store
  * in a JVM of its own, one after the other on the same control plane; plus the floors (a raw LIST,
- * a raw watch). Writes BENCHMARKS.md's JVM section and a PNG chart.
+ * a raw watch). Writes BENCHMARKS.md's JVM section, a PNG chart and the README's headline table.
  *
- * <p>Usage: {@code SnapshotSourcesBenchmark full|quick <BENCHMARKS.md> <chart.png>}; the control
- * plane is the one named by {@code -Dspark.k8s.native.test.planeEnv}.
+ * <p>Usage: {@code SnapshotSourcesBenchmark full|quick <BENCHMARKS.md> <chart.png> <README.md>};
+ * the control plane is the one named by {@code -Dspark.k8s.native.test.planeEnv}.
  */
 public final class SnapshotSourcesBenchmark {
   static final List<String> RUNS = List.of("floor", "legacy", "fabric8", "native");
@@ -29,8 +29,11 @@ public final class SnapshotSourcesBenchmark {
   private final TestPlane plane = TestPlane.get();
   private final PlaneHttp admin;
 
-  /** Run name -> figure key -> value, in run order. */
-  private final Map<String, Map<String, String>> figures = new LinkedHashMap<>();
+  /** Run name -> one figure map (key -> value) per repetition. */
+  private final Map<String, List<Map<String, String>>> figures = new LinkedHashMap<>();
+
+  /** Repetition -> the order its runs went in. */
+  private final Map<Integer, List<String>> orders = new LinkedHashMap<>();
 
   private SnapshotSourcesBenchmark(BenchmarkPlan plan) {
     this.plan = plan;
@@ -42,22 +45,37 @@ public final class SnapshotSourcesBenchmark {
   }
 
   public static void main(String[] args) throws Exception {
-    BenchmarkPlan plan = args[0].equals("quick") ? BenchmarkPlan.QUICK : BenchmarkPlan.FULL;
+    BenchmarkPlan plan = args[0].equals("quick") ? BenchmarkPlan.QUICK : BenchmarkPlan.full();
     SnapshotSourcesBenchmark bench = new SnapshotSourcesBenchmark(plan);
     long began = System.nanoTime();
     bench.populate();
     // BENCH_RUNS=native,fabric8 runs only those (profiling by hand); the report needs all four.
     String only = System.getenv().getOrDefault("BENCH_RUNS", "");
-    for (String run : RUNS) {
-      if (only.isEmpty() || List.of(only.split(",")).contains(run)) {
+    for (int rep = 1; rep <= plan.repetitions(); rep++) {
+      // Each repetition in its own order, so that no contender always meets the warmest apiserver.
+      List<String> order = new ArrayList<>();
+      for (String run : RUNS) {
+        if (only.isEmpty() || List.of(only.split(",")).contains(run)) {
+          order.add(run);
+        }
+      }
+      long seed = plan.seed() * 1000 + rep;
+      java.util.Collections.shuffle(order, new java.util.Random(seed));
+      bench.orders.put(rep, order);
+      progress("repetition " + rep + " of " + plan.repetitions() + ", seed " + seed + ": " + order);
+      for (String run : order) {
         bench.run(run);
       }
     }
     BenchmarkReport report =
         new BenchmarkReport(
-            plan, bench.figures, TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - began));
+            plan,
+            bench.figures,
+            bench.orders,
+            TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - began));
     report.writeMarkdown(Paths.get(args[1]));
     BenchmarkChart.write(report, Paths.get(args[2]));
+    report.writeReadmeHeadline(Paths.get(args[3]));
     System.out.println(report.headline());
     List<String> missing = report.missing();
     if (!missing.isEmpty()) {
@@ -86,7 +104,7 @@ public final class SnapshotSourcesBenchmark {
   private void run(String name) throws Exception {
     progress("contender " + name + ": own JVM");
     Map<String, String> results = new LinkedHashMap<>();
-    figures.put(name, results);
+    figures.computeIfAbsent(name, k -> new ArrayList<>()).add(results);
     Process child =
         new ProcessBuilder(childCommand(name))
             .redirectError(ProcessBuilder.Redirect.INHERIT)

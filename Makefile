@@ -1,5 +1,5 @@
 # The two commands a fresh machine needs: `make demo` and `make test`.
-.PHONY: demo test plane-up plane-down node-up node-down lint format bench bench-node bench-informer bump-kubernetes
+.PHONY: demo test plane-up plane-down node-up node-down lint format bench bench-fleet bench-node bench-informer bump-kubernetes
 
 demo:
 	scripts/demo.sh
@@ -34,6 +34,14 @@ format:
 # each in its own JVM (writes BENCHMARKS.md and docs/benchmark.png; ~15 min).
 bench:
 	scripts/bench.sh full
+
+# A fleet of drivers on one apiserver: its CPU, memory, requests by verb and
+# etcd requests, and another client's latency, for no drivers, legacy, fabric8,
+# native and native with long watches, at 10/30/100 drivers, 5 repetitions in
+# shuffled order (writes BENCHMARKS.md's fleet section, docs/fleet.png and the
+# README's fleet table; about 75 minutes).
+bench-fleet:
+	scripts/bench-fleet.sh full
 
 # Spark on the real node, native sources against Spark's own, 5 rounds
 # (writes BENCHMARKS.md's "real node" section; ~10 min).

@@ -12,6 +12,7 @@ import java.util.regex.Pattern;
  */
 final class ApiserverMetrics {
   private static final Pattern LINE = Pattern.compile("^(\\w+)\\{([^}]*)\\} (\\S+)$");
+  private static final Pattern UNLABELLED = Pattern.compile("^(\\w+) (\\S+)$");
   private static final Pattern LABEL = Pattern.compile("(\\w+)=\"([^\"]*)\"");
 
   /** verb -> requests completed. */
@@ -26,9 +27,28 @@ final class ApiserverMetrics {
   /** Bytes of pod watch events the apiserver sent, to every watcher. */
   double podWatchEventBytes;
 
+  /** CPU seconds of the apiserver process since it started. */
+  double cpuSeconds;
+
+  /** Resident memory of the apiserver process. */
+  double residentBytes;
+
+  /** Requests the apiserver made to etcd since it started, every resource and operation. */
+  double etcdRequests;
+
   static ApiserverMetrics scrape(PlaneHttp http) {
     ApiserverMetrics m = new ApiserverMetrics();
     for (String line : http.get("/metrics").split("\n")) {
+      Matcher plain = UNLABELLED.matcher(line);
+      if (plain.matches()) {
+        switch (plain.group(1)) {
+          case "process_cpu_seconds_total" -> m.cpuSeconds = Double.parseDouble(plain.group(2));
+          case "process_resident_memory_bytes" ->
+              m.residentBytes = Double.parseDouble(plain.group(2));
+          default -> {}
+        }
+        continue;
+      }
       Matcher matcher = LINE.matcher(line);
       if (!matcher.matches()) {
         continue;
@@ -40,8 +60,13 @@ final class ApiserverMetrics {
       }
       double value = Double.parseDouble(matcher.group(3));
       String metric = matcher.group(1);
-      if (metric.equals("apiserver_watch_events_sizes_sum") && "Pod".equals(labels.get("kind"))) {
+      // Labelled by resource since Kubernetes 1.30 (by kind before).
+      if (metric.equals("apiserver_watch_events_sizes_sum")
+          && ("pods".equals(labels.get("resource")) || "Pod".equals(labels.get("kind")))) {
         m.podWatchEventBytes += value;
+      }
+      if (metric.equals("etcd_requests_total")) {
+        m.etcdRequests += value;
       }
       boolean namespacedPods =
           "pods".equals(labels.get("resource"))

@@ -59,7 +59,8 @@ final class ExecutorPodPopulation {
     return applicationId + "-exec-" + execId;
   }
 
-  private static void createRunning(
+  /** One Running executor pod, created (or found) and given its status. */
+  static void createRunning(
       KubernetesClient admin, String namespace, String applicationId, long execId) {
     Pod pod = executorPod(applicationId, execId);
     try {

@@ -1,0 +1,445 @@
+package org.sparkk8snative.bench;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.ToDoubleFunction;
+
+/**
+ * The fleet benchmark's figures: every figure as the median and the range (min-max) of its
+ * repetitions, per fleet size and contender; BENCHMARKS.md's fleet section and the README's fleet
+ * table. A difference is called a win or a loss only when the ranges do not overlap.
+ */
+final class FleetReport {
+  /** One contender at one fleet size in one repetition: the figures of its window. */
+  record Run(int repetition, String contender, int drivers, Map<String, Double> figures) {
+    double get(String key) {
+      Double v = figures.get(key);
+      return v == null ? Double.NaN : v;
+    }
+
+    double hours() {
+      return get("window.seconds") / 3600;
+    }
+
+    double perHour(String key) {
+      return get(key) / hours();
+    }
+  }
+
+  static final Map<String, String> LABELS =
+      Map.of(
+          "none",
+          "no drivers (churn and the other client only)",
+          "legacy",
+          "legacy (Spark watch + 30 s polling)",
+          "fabric8",
+          "fabric8 informer + lister",
+          "native",
+          "native (10 s watches)",
+          FleetDrivers.NATIVE_LONG_WATCH,
+          "native, 290 s watches");
+
+  static final List<String> DRIVER_CONTENDERS =
+      List.of("legacy", "fabric8", "native", FleetDrivers.NATIVE_LONG_WATCH);
+
+  final FleetPlan plan;
+  final List<Run> runs;
+  private final Map<Integer, List<String>> orders;
+  private final long seconds;
+
+  FleetReport(FleetPlan plan, List<Run> runs, Map<Integer, List<String>> orders, long seconds) {
+    this.plan = plan;
+    this.runs = runs;
+    this.orders = orders;
+    this.seconds = seconds;
+  }
+
+  List<Run> runsOf(String contender, int drivers) {
+    return runs.stream()
+        .filter(r -> r.contender().equals(contender) && r.drivers() == drivers)
+        .toList();
+  }
+
+  Spread spread(String contender, int drivers, ToDoubleFunction<Run> figure) {
+    List<Double> values = new ArrayList<>();
+    for (Run r : runsOf(contender, drivers)) {
+      values.add(figure.applyAsDouble(r));
+    }
+    return Spread.of(values);
+  }
+
+  /** The median of the no-driver runs at this size: what churn and the other client cost alone. */
+  double baselinePerHour(int drivers, String key) {
+    return spread("none", drivers, r -> r.perHour(key)).median();
+  }
+
+  /**
+   * A figure per driver-hour above the no-driver baseline of the same size: for what the drivers
+   * share with the churn and the other client (CPU, etcd requests, watch events).
+   */
+  Spread aboveBaselinePerDriverHour(String contender, int drivers, String key) {
+    double baseline = baselinePerHour(drivers, key);
+    return spread(contender, drivers, r -> (r.perHour(key) - baseline) / drivers);
+  }
+
+  /** A figure that is the drivers' alone (their requests and bytes), per driver-hour. */
+  Spread perDriverHour(String contender, int drivers, String key) {
+    return spread(contender, drivers, r -> r.perHour(key) / drivers);
+  }
+
+  Spread apiserverCpuPerDriverHour(String contender, int drivers) {
+    return aboveBaselinePerDriverHour(contender, drivers, "apiserver.cpuSeconds");
+  }
+
+  /** Figures a complete run has and this one lacks (a harness fault, not a slow contender). */
+  List<String> missing() {
+    List<String> missing = new ArrayList<>();
+    List<String> keys =
+        new ArrayList<>(
+            List.of(
+                "apiserver.cpuSeconds",
+                "apiserver.rssBytes",
+                "apiserver.etcdRequests",
+                "launcher.cpuSeconds",
+                "other.LIST.p99Ms",
+                "other.GET.p99Ms",
+                "churn.replaced"));
+    for (String verb : FleetBenchmark.VERBS) {
+      keys.add("requests." + verb);
+    }
+    for (int size : plan.drivers()) {
+      for (String c : FleetBenchmark.CONTENDERS) {
+        if (!plan.measures(c, size)) {
+          continue;
+        }
+        List<Run> of = runsOf(c, size);
+        if (of.size() != plan.repetitions()) {
+          missing.add(c + "@" + size + ": " + of.size() + " of " + plan.repetitions() + " runs");
+        }
+        for (Run r : of) {
+          for (String key : keys) {
+            if (Double.isNaN(r.get(key))) {
+              missing.add(c + "@" + size + " rep " + r.repetition() + " " + key);
+            }
+          }
+          if (!c.equals("none") && Double.isNaN(r.get("drivers.fleetCpu.ms"))) {
+            missing.add(c + "@" + size + " rep " + r.repetition() + " drivers.fleetCpu.ms");
+          }
+          if (r.get("churn.replaced") < 1) {
+            missing.add(c + "@" + size + " rep " + r.repetition() + ": no executor replaced");
+          }
+        }
+      }
+    }
+    return missing;
+  }
+
+  String headline() {
+    int n = plan.largest();
+    return String.format(
+        "fleet headline (%d drivers): apiserver CPU per driver-hour legacy %s, fabric8 %s, native %s;"
+            + " other client's LIST p99 none %s, native %s",
+        n,
+        apiserverCpuPerDriverHour("legacy", n).format(" s", 2),
+        apiserverCpuPerDriverHour("fabric8", n).format(" s", 2),
+        apiserverCpuPerDriverHour("native", n).format(" s", 2),
+        spread("none", n, r -> r.get("other.LIST.p99Ms")).format(" ms", 1),
+        spread("native", n, r -> r.get("other.LIST.p99Ms")).format(" ms", 1));
+  }
+
+  void writeMarkdown(Path file) throws IOException {
+    MarkdownSections.write(file, "fleet", section());
+  }
+
+  /** The README's fleet table (section {@code fleet-headline}). */
+  void writeReadmeHeadline(Path readme) throws IOException {
+    int n = plan.largest();
+    StringBuilder md = new StringBuilder();
+    md.append(
+        String.format(
+            "| %d drivers x %d executors, %d other pods in the namespace (median of %d) | legacy | fabric8 informer | native |%n",
+            n, plan.executorsPerDriver(), plan.unrelatedPods(), plan.repetitions()));
+    md.append("| --- | ---: | ---: | ---: |\n");
+    md.append(
+        row(
+            "apiserver CPU per driver-hour",
+            c -> String.format("%.2f s", apiserverCpuPerDriverHour(c, n).median())));
+    md.append(
+        row(
+            "pod LIST requests per driver-hour",
+            c -> String.format("%.0f", perDriverHour(c, n, "requests.LIST").median())));
+    md.append(
+        row(
+            "pod WATCH requests per driver-hour",
+            c -> String.format("%.0f", perDriverHour(c, n, "requests.WATCH").median())));
+    md.append(
+        row(
+            "another client's pod LIST, p99",
+            c -> String.format("%.1f ms", spread(c, n, r -> r.get("other.LIST.p99Ms")).median())));
+    md.append(
+        String.format(
+            "%nWritten by `make bench-fleet` (plan `%s`, %s); with no drivers the other client's LIST p99 is %.1f ms.%n",
+            plan.name(),
+            LocalDate.now(),
+            spread("none", n, r -> r.get("other.LIST.p99Ms")).median()));
+    MarkdownSections.write(readme, "fleet-headline", md.toString());
+  }
+
+  private static String row(String what, java.util.function.Function<String, String> cell) {
+    return String.format(
+        "| %s | %s | %s | **%s** |%n",
+        what, cell.apply("legacy"), cell.apply("fabric8"), cell.apply("native"));
+  }
+
+  private String section() {
+    int n = plan.largest();
+    StringBuilder md = new StringBuilder();
+    md.append("### A fleet of drivers on one apiserver\n\n");
+    md.append(
+        String.format(
+            """
+            `make bench-fleet` (plan `%s`, %d s, %s). One namespace holds every driver's executor pods \
+            (%d executors each, Spark-shaped, Running) and %d pods of %d other apps that no driver watches, \
+            so a label-selected LIST filters them all. N drivers of one contender run in a JVM of their own, \
+            each with its own Kubernetes client, snapshot sources and Spark `ExecutorPodsSnapshotsStoreImpl` \
+            (what the apiserver sees is N drivers: N clients, their requests, their watches), started %s apart \
+            as a fleet's drivers are. Polling interval of the legacy source and of both listers: %d s. During \
+            each %d s window, after %d s of settling, executors are replaced at %.1f per driver per minute \
+            (the oldest pod deleted, a new one created Running), and another client LISTs one other app's %d \
+            pods by label and GETs one pod, alternately every 100 ms (its own requests and bytes, which it counts, are taken out of the request and byte figures). Each size and contender ran %d times, in \
+            an order shuffled per repetition (seeds and orders below), each on the same population. Figures \
+            are the median and, in brackets, the range over the repetitions; a difference counts as a win only \
+            when the ranges do not overlap. Apiserver figures come from its `/metrics` \
+            (`process_cpu_seconds_total`, `process_resident_memory_bytes`, `apiserver_request_total` for \
+            namespaced pods, `etcd_requests_total`); etcd runs embedded in the plane's launcher, whose CPU is \
+            read from `/proc`. "Per driver-hour" is the figure per hour above the no-driver runs of the same \
+            size (which have the same churn and the same other client), divided by N.
+
+            ![fleet figures by size](docs/fleet.png)
+
+            """,
+            plan.name(),
+            seconds,
+            LocalDate.now(),
+            plan.executorsPerDriver(),
+            plan.unrelatedPods(),
+            plan.unrelatedApps(),
+            Math.min(10_000, plan.pollingSeconds() * 500) + " ms / N",
+            plan.pollingSeconds(),
+            plan.windowSeconds(),
+            plan.settleSeconds(),
+            plan.replacementsPerDriverMinute(),
+            FleetPlan.PODS_PER_UNRELATED_APP,
+            plan.repetitions()));
+
+    md.append("**Apiserver CPU per driver-hour** (CPU seconds):\n\n");
+    sizesHeader(md);
+    for (String c : DRIVER_CONTENDERS) {
+      md.append("| ").append(LABELS.get(c));
+      for (int size : plan.drivers()) {
+        md.append(" | ").append(apiserverCpuPerDriverHour(c, size).format(" s", 2));
+      }
+      md.append(" |\n");
+    }
+    md.append("\n**Whole apiserver, CPU seconds per hour**:\n\n");
+    sizesHeader(md);
+    for (String c : FleetBenchmark.CONTENDERS) {
+      md.append("| ").append(LABELS.get(c));
+      for (int size : plan.drivers()) {
+        md.append(" | ")
+            .append(spread(c, size, r -> r.perHour("apiserver.cpuSeconds")).format(" s", 0));
+      }
+      md.append(" |\n");
+    }
+
+    md.append(
+        String.format(
+            "%n**At %d drivers, per driver-hour** (requests and response bytes for namespaced pods "
+                + "from the drivers; watch event bytes and etcd requests above the no-driver runs; LIST and GET bytes are response bodies, watch bytes the pod "
+                + "events the apiserver sent to every watcher):%n%n",
+            n));
+    md.append(
+        "| | LIST | WATCH | GET | LIST + GET bytes | watch event bytes | etcd requests |\n"
+            + "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for (String c : DRIVER_CONTENDERS) {
+      Spread bytes = spread(c, n, r -> (r.perHour("bytes.LIST") + r.perHour("bytes.GET")) / n);
+      md.append(
+          String.format(
+              "| %s | %s | %s | %s | %s | %s | %s |%n",
+              LABELS.get(c),
+              perDriverHour(c, n, "requests.LIST").format("", 0),
+              perDriverHour(c, n, "requests.WATCH").format("", 0),
+              perDriverHour(c, n, "requests.GET").format("", 0),
+              mb(bytes),
+              mb(aboveBaselinePerDriverHour(c, n, "bytes.watchEvents")),
+              aboveBaselinePerDriverHour(c, n, "apiserver.etcdRequests").format("", 0)));
+    }
+
+    md.append(
+        String.format(
+            "%n**At %d drivers, the control plane's processes** (apiserver RSS at the window's end; "
+                + "CPU seconds per hour of the apiserver and of the launcher that embeds etcd):%n%n",
+            n));
+    md.append(
+        "| | apiserver CPU / hour | apiserver RSS | etcd (launcher) CPU / hour | drivers' JVM CPU per driver-hour |\n"
+            + "| --- | ---: | ---: | ---: | ---: |\n");
+    for (String c : FleetBenchmark.CONTENDERS) {
+      md.append(
+          String.format(
+              "| %s | %s | %s | %s | %s |%n",
+              LABELS.get(c),
+              spread(c, n, r -> r.perHour("apiserver.cpuSeconds")).format(" s", 0),
+              mb(spread(c, n, r -> r.get("apiserver.rssBytes"))),
+              spread(c, n, r -> r.perHour("launcher.cpuSeconds")).format(" s", 0),
+              c.equals("none")
+                  ? ""
+                  : spread(
+                          c,
+                          n,
+                          r ->
+                              r.get("drivers.fleetCpu.ms")
+                                  / 1000
+                                  / (r.get("drivers.fleetWindow.ms") / 3.6e6)
+                                  / n)
+                      .format(" s", 1)));
+    }
+
+    md.append(
+        "\n**What the fleet does to everybody else**: another client's pod requests, latency "
+            + "in ms (p50 and p99 of its requests in each window):\n\n");
+    md.append("| | drivers | LIST p50 | LIST p99 | GET p50 | GET p99 |\n");
+    md.append("| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for (int size : plan.drivers()) {
+      for (String c : FleetBenchmark.CONTENDERS) {
+        if (!plan.measures(c, size)) {
+          continue;
+        }
+        md.append(
+            String.format(
+                "| %s | %d | %s | %s | %s | %s |%n",
+                LABELS.get(c),
+                size,
+                spread(c, size, r -> r.get("other.LIST.p50Ms")).format("", 1),
+                spread(c, size, r -> r.get("other.LIST.p99Ms")).format("", 1),
+                spread(c, size, r -> r.get("other.GET.p50Ms")).format("", 1),
+                spread(c, size, r -> r.get("other.GET.p99Ms")).format("", 1)));
+      }
+    }
+
+    md.append(liveness());
+    md.append(targets());
+    md.append("\nRun order (each repetition shuffled with `new Random(seed)`):\n\n");
+    for (Map.Entry<Integer, List<String>> e : orders.entrySet()) {
+      md.append(
+          String.format(
+              "- repetition %d, seed %d: %s%n",
+              e.getKey(), plan.seed() * 1000 + e.getKey(), String.join(", ", e.getValue())));
+    }
+    return md.toString();
+  }
+
+  /** What the native watch's 10 s proof of life costs, against 290 s watches. */
+  private String liveness() {
+    StringBuilder md = new StringBuilder();
+    md.append(
+        "\n**The cost of liveness**: native with its default 10 s watches (two thirds of the 15 s stale "
+            + "bound) against the same sources with 290 s watches (stale bound 435 s), per driver-hour, at the "
+            + "largest fleet:\n\n");
+    md.append(
+        "| drivers | WATCH, 10 s | WATCH, 290 s | apiserver CPU, 10 s | apiserver CPU, 290 s | difference | legacy |\n");
+    md.append("| ---: | ---: | ---: | ---: | ---: | :---: | ---: |\n");
+    for (int size : plan.drivers()) {
+      if (!plan.measures(FleetDrivers.NATIVE_LONG_WATCH, size)) {
+        continue;
+      }
+      Spread shortWatch = apiserverCpuPerDriverHour("native", size);
+      Spread longWatch = apiserverCpuPerDriverHour(FleetDrivers.NATIVE_LONG_WATCH, size);
+      md.append(
+          String.format(
+              "| %d | %s | %s | %s | %s | %s | %s |%n",
+              size,
+              perDriverHour("native", size, "requests.WATCH").format("", 0),
+              perDriverHour(FleetDrivers.NATIVE_LONG_WATCH, size, "requests.WATCH").format("", 0),
+              shortWatch.format(" s", 2),
+              longWatch.format(" s", 2),
+              differenceWord(longWatch.against(shortWatch)),
+              apiserverCpuPerDriverHour("legacy", size).format(" s", 2)));
+    }
+    return md.toString();
+  }
+
+  private static String differenceWord(String longAgainstShort) {
+    return switch (longAgainstShort) {
+      case "win" -> "10 s costs more";
+      case "loss" -> "10 s costs less";
+      case "within noise" -> "within noise";
+      default -> "n/a";
+    };
+  }
+
+  private String targets() {
+    int n = plan.largest();
+    Spread nat = apiserverCpuPerDriverHour("native", n);
+    Spread legacy = apiserverCpuPerDriverHour("legacy", n);
+    Spread fabric8 = apiserverCpuPerDriverHour("fabric8", n);
+    Spread otherNone = spread("none", n, r -> r.get("other.LIST.p99Ms"));
+    Spread otherNative = spread("native", n, r -> r.get("other.LIST.p99Ms"));
+    StringBuilder md =
+        new StringBuilder(
+            String.format(
+                "%n**Targets** (at %d drivers):%n%n| target | measured | met |%n| --- | --- | :---: |%n",
+                n));
+    md.append(
+        String.format(
+            "| native apiserver CPU per driver-hour <= 1/10 of legacy | %.2f s vs %.2f s (%.3fx) | %s |%n",
+            nat.median(),
+            legacy.median(),
+            nat.median() / legacy.median(),
+            nat.median() <= legacy.median() / 10 ? "yes" : "**no**"));
+    String againstFabric8 = nat.against(fabric8);
+    md.append(
+        String.format(
+            "| native apiserver CPU per driver-hour <= fabric8's | %s vs %s: %s | %s |%n",
+            nat.format(" s", 2),
+            fabric8.format(" s", 2),
+            againstFabric8,
+            againstFabric8.equals("loss") ? "**no**" : "yes"));
+    String other = otherNative.against(otherNone);
+    md.append(
+        String.format(
+            "| another client's LIST p99 unaffected by native (within noise of no drivers) | %s vs %s: %s | %s |%n",
+            otherNative.format(" ms", 1),
+            otherNone.format(" ms", 1),
+            other,
+            other.equals("loss") ? "**no**" : "yes"));
+    return md.toString();
+  }
+
+  /** A table's header with one column per fleet size. */
+  private void sizesHeader(StringBuilder md) {
+    md.append("|");
+    for (int size : plan.drivers()) {
+      md.append(" | ").append(size).append(" drivers");
+    }
+    md.append(" |\n| ---");
+    for (int i = 0; i < plan.drivers().size(); i++) {
+      md.append(" | ---:");
+    }
+    md.append(" |\n");
+  }
+
+  private static String mb(Spread s) {
+    if (!s.present()) {
+      return "n/a";
+    }
+    return String.format(
+        "%s (%s-%s)",
+        BenchmarkReport.bytes(s.median()),
+        BenchmarkReport.bytes(s.min()),
+        BenchmarkReport.bytes(s.max()));
+  }
+}

@@ -259,7 +259,8 @@ final class FleetReport {
     md.append(
         String.format(
             "%n**At %d drivers, per driver-hour** (requests and response bytes for namespaced pods "
-                + "from the drivers; watch event bytes and etcd requests above the no-driver runs; LIST and GET bytes are response bodies, watch bytes the pod "
+                + "from the drivers; watch event bytes and etcd requests above the no-driver runs; watch event "
+                + "bytes count watches streamed over HTTP only, not the WebSocket watches of Spark and fabric8; LIST and GET bytes are response bodies, watch bytes the pod "
                 + "events the apiserver sent to every watcher):%n%n",
             n));
     md.append(

@@ -28,6 +28,17 @@ interface Contender {
     return null;
   }
 
+  /** A driver's Kubernetes client, made by Spark's own factory from the driver's conf. */
+  static KubernetesClient driverClient(org.sparkk8snative.TestPlane plane, SparkConf conf) {
+    return org.apache.spark.deploy.k8s.SparkKubernetesClientFactory.createKubernetesClient(
+        plane.apiserverUrl(),
+        scala.Option.apply(plane.namespace()),
+        "spark.kubernetes.authenticate",
+        org.apache.spark.deploy.k8s.SparkKubernetesClientFactory.ClientType$.MODULE$.Driver(),
+        conf,
+        scala.Option.empty());
+  }
+
   static Contender create(
       String name, SparkConf conf, KubernetesClient client, ExecutorPodsSnapshotsStore store) {
     return switch (name) {

@@ -19,10 +19,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.apache.spark.SparkConf;
-import org.apache.spark.deploy.k8s.SparkKubernetesClientFactory;
 import org.sparkk8snative.TestPlane;
 import org.sparkk8snative.spark.NativeListerSnapshotSource;
-import scala.Option;
 
 /**
  * One contender in a JVM of its own, the way a driver would run it, so that heap, RSS and CPU are
@@ -72,14 +70,7 @@ public final class ContenderProcess {
 
   private void runContender() throws Exception {
     SparkConf conf = sparkConf();
-    KubernetesClient client =
-        SparkKubernetesClientFactory.createKubernetesClient(
-            plane.apiserverUrl(),
-            Option.apply(plane.namespace()),
-            "spark.kubernetes.authenticate",
-            SparkKubernetesClientFactory.ClientType$.MODULE$.Driver(),
-            conf,
-            Option.empty());
+    KubernetesClient client = Contender.driverClient(plane, conf);
     warmUp(conf, client);
     long nativeCpuMillis = 0;
     int largest = plan.largest();

@@ -5,7 +5,6 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
-import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
@@ -189,17 +188,7 @@ public final class FleetBenchmark {
   }
 
   private Process startDrivers(String contender, int drivers) throws IOException {
-    List<String> command = new ArrayList<>();
-    command.add(ProcessHandle.current().info().command().orElse("java"));
-    command.add("-Xmx2g");
-    for (String arg : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-      if (!arg.startsWith("-Xmx") && !arg.startsWith("-Xms") && !arg.startsWith("-agent")) {
-        command.add(arg);
-      }
-    }
-    command.add("-cp");
-    command.add(System.getProperty("java.class.path"));
-    command.add(FleetDrivers.class.getName());
+    List<String> command = SnapshotSourcesBenchmark.jvmLike(FleetDrivers.class);
     command.add(contender);
     command.add(Integer.toString(drivers));
     command.add(Integer.toString(plan.executorsPerDriver()));

@@ -8,10 +8,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.SparkConf;
-import org.apache.spark.deploy.k8s.SparkKubernetesClientFactory;
 import org.sparkk8snative.ConfigKeys;
 import org.sparkk8snative.TestPlane;
-import scala.Option;
 
 /**
  * Several simulated drivers of one contender in one JVM, for {@link FleetBenchmark}: each has what
@@ -53,7 +51,7 @@ public final class FleetDrivers {
     List<Contender> running = new ArrayList<>();
     long began = System.nanoTime();
     for (int d = 1; d <= drivers; d++) {
-      KubernetesClient client = kind.equals("native") ? null : sparkClient(plane, conf);
+      KubernetesClient client = kind.equals("native") ? null : Contender.driverClient(plane, conf);
       if (client != null) {
         clients.add(client);
       }
@@ -100,16 +98,6 @@ public final class FleetDrivers {
     }
     emit("stopped", "1");
     System.exit(0);
-  }
-
-  private static KubernetesClient sparkClient(TestPlane plane, SparkConf conf) {
-    return SparkKubernetesClientFactory.createKubernetesClient(
-        plane.apiserverUrl(),
-        Option.apply(plane.namespace()),
-        "spark.kubernetes.authenticate",
-        SparkKubernetesClientFactory.ClientType$.MODULE$.Driver(),
-        conf,
-        Option.empty());
   }
 
   private static void emit(String key, Object value) {

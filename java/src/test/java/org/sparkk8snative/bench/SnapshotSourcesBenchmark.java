@@ -142,10 +142,27 @@ public final class SnapshotSourcesBenchmark {
   }
 
   private List<String> childCommand(String name) {
+    List<String> command = jvmLike(ContenderProcess.class);
+    // BENCH_JFR=dir records each contender with Java Flight Recorder (profiling by hand).
+    String jfr = System.getenv().getOrDefault("BENCH_JFR", "");
+    if (!jfr.isEmpty()) {
+      command.add(
+          command.size() - 1,
+          "-XX:StartFlightRecording=settings=profile,filename=" + jfr + "/" + name + ".jfr");
+    }
+    command.add(name);
+    command.add(plan.encode());
+    return command;
+  }
+
+  /**
+   * The command line of a JVM like this one (Spark's --add-opens, library path, plane, class path)
+   * with a heap of its own, running {@code main}; the caller appends its arguments.
+   */
+  static List<String> jvmLike(Class<?> main) {
     List<String> command = new ArrayList<>();
     command.add(ProcessHandle.current().info().command().orElse("java"));
     command.add("-Xmx2g");
-    // The same flags as this JVM (Spark's --add-opens, library path, plane), a heap of its own.
     for (String arg : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
       if (!arg.startsWith("-Xmx")
           && !arg.startsWith("-Xms")
@@ -154,17 +171,9 @@ public final class SnapshotSourcesBenchmark {
         command.add(arg);
       }
     }
-    // BENCH_JFR=dir records each contender with Java Flight Recorder (profiling by hand).
-    String jfr = System.getenv().getOrDefault("BENCH_JFR", "");
-    if (!jfr.isEmpty()) {
-      command.add(
-          "-XX:StartFlightRecording=settings=profile,filename=" + jfr + "/" + name + ".jfr");
-    }
     command.add("-cp");
     command.add(System.getProperty("java.class.path"));
-    command.add(ContenderProcess.class.getName());
-    command.add(name);
-    command.add(plan.encode());
+    command.add(main.getName());
     return command;
   }
 

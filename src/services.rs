@@ -905,6 +905,21 @@ async fn run_controller(
                 };
                 if !persist(ensure, || !state.gone.lock().contains(&id)).await {
                     state.ensured.lock().remove(&id);
+                    return;
+                }
+                // Gone while this ensure was still retrying (a 429, a restart): the
+                // cool-down's delete may already have run and found no Service, so
+                // the one this ensure made is deleted after a cool-down of its own.
+                let still_gone = || state.gone.lock().contains(&id);
+                if still_gone() && !delete_after.is_zero() {
+                    tokio::time::sleep(delete_after).await;
+                    let delete = || {
+                        let (services, id) = (services.clone(), id.clone());
+                        async move { services.delete(&id).await.is_ok() }
+                    };
+                    if still_gone() && persist(delete, still_gone).await {
+                        state.ensured.lock().remove(&id);
+                    }
                 }
             });
         }

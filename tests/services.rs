@@ -33,7 +33,17 @@ async fn create_driver(pods: &Api<Pod>, app: &str) -> Pod {
 
 /// A driver's settings with Services on, as `identity`.
 fn services_settings(plane: &LocalPlane, identity: Identity, app: &str, extra: &[(&str, &str)]) -> Settings {
-    let mut conf = plane.spark_conf(identity, Route::Direct);
+    services_settings_via(plane, identity, Route::Direct, app, extra)
+}
+
+fn services_settings_via(
+    plane: &LocalPlane,
+    identity: Identity,
+    route: Route,
+    app: &str,
+    extra: &[(&str, &str)],
+) -> Settings {
+    let mut conf = plane.spark_conf(identity, route);
     conf.insert("spark.kubernetes.executor.enableService".into(), "true".into());
     conf.insert("spark.blockManager.port".into(), PORT.to_string());
     conf.insert("spark.kubernetes.driver.pod.name".into(), format!("{app}-driver"));
@@ -464,5 +474,42 @@ async fn without_an_informer_gone_executors_reported_by_the_caller_lose_their_se
     assert!(svcs.get_opt(&services::service_name(&app, "2")).await.unwrap().is_some(), "the live one stays");
     let health = controller.health();
     assert_eq!((health.created, health.deleted, health.errors), (2, 1, 0), "{health:?}");
+    controller.stop();
+}
+
+/// The race a chaos run found: the executor's pod goes while the create of its
+/// Service is still retrying a 429 burst, and the cool-down ends before that
+/// create lands. Whenever it lands, the Service goes after the cool-down: the
+/// ensure and the delete of one executor never overlap. (This test alone uses
+/// the proxy of the shared plane, so the burst reaches no other test.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_executor_gone_while_its_service_is_still_being_created_loses_it_once_created() {
+    let plane = LocalPlane::shared();
+    let app = unique_app_id("race");
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let svcs: Api<Service> = Api::namespaced(plane.admin(), plane.namespace());
+    create_driver(&pods, &app).await;
+    let cool_down = [("spark.kubernetes.native.service.deleteAfter", "1s")];
+    let settings = services_settings_via(plane, Identity::Restricted, Route::Proxy, &app, &cool_down);
+    let controller = ServiceController::connect(&settings, &app).await.unwrap();
+    plane.proxy_throttle(Duration::from_secs(4));
+    controller.send(ServiceWork::Ensure("1".into()));
+    // Gone once the ensure is under way (sent together, the pass would start
+    // from "gone" and never create).
+    eventually("the ensure's first attempt", Duration::from_secs(10), || async {
+        (controller.health().requests > 0).then_some(())
+    })
+    .await;
+    controller.send(ServiceWork::Gone("1".into()));
+    let name = services::service_name(&app, "1");
+    let health = eventually("the Service created after the burst, then deleted", Duration::from_secs(40), || async {
+        let health = controller.health();
+        (health.created == 1 && health.deleted == 1).then_some(health)
+    })
+    .await;
+    assert!(svcs.get_opt(&name).await.unwrap().is_none(), "no Service left: {health:?}");
+    assert!(plane.proxy_stats()["throttled"].as_u64().unwrap() > 0, "the burst was answered 429");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(svcs.get_opt(&name).await.unwrap().is_none(), "and none made again");
     controller.stop();
 }

@@ -16,7 +16,6 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
 use k8s_openapi::api::core::v1::{Pod, Service, ServicePort, ServiceSpec};
@@ -27,10 +26,11 @@ use parking_lot::Mutex;
 use tokio::sync::{OnceCell, Semaphore};
 
 use crate::client::{AccessDenied, SetupError};
-use crate::informer::PodSubscriber;
 use crate::labels;
-use crate::pod::{CachedPod, PodChange};
 use crate::settings::SettingsError;
+
+mod controller;
+pub use controller::{ServiceController, ServiceWork};
 
 /// The one port of an executor Service.
 pub const BLOCK_MANAGER_PORT_NAME: &str = "spark-block-manager";
@@ -707,221 +707,8 @@ impl ServiceCounters {
     }
 }
 
-/// Work for the Service controller, from whoever sees the pods (the informer,
-/// or, with it off, the Java side reading Spark's snapshots).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ServiceWork {
-    /// An executor pod exists (added or changed).
-    Ensure(String),
-    /// An executor pod is gone.
-    Gone(String),
-    /// A (re)list completed: these executor pods exist.
-    Resync(Vec<String>),
-}
-
-type Ids = Mutex<std::collections::HashSet<String>>;
-
-/// What the controller knows of each executor, shared by its task, its
-/// delayed deletes and [`ServiceController::ensure_now`].
-#[derive(Default)]
-struct ControllerState {
-    /// Executors whose Service is ensured (or being ensured); when every retry
-    /// failed, the id is removed, so the next event or resync of that pod retries.
-    ensured: Ids,
-    /// Executors whose pod is gone (deleted, or no longer matching the selector):
-    /// their Service is no longer wanted, unless the pod comes back.
-    gone: Ids,
-}
-
-/// The one Service controller of an app. It ensures a Service for every
-/// executor pod it is told of (no watch or list of its own), and, with a
-/// cool-down, deletes the Service of an executor whose pod has been gone that
-/// long. The informer feeds it as a [`PodSubscriber`]; with the informer off,
-/// the Java side does (`ensure_now` before it creates a pod, `Gone` for pods
-/// Spark's snapshots show deleted). Either way one set of ensured ids, so an
-/// executor's Service is requested once.
-pub struct ServiceController {
-    services: Arc<ExecutorServices>,
-    state: Arc<ControllerState>,
-    work: tokio::sync::mpsc::UnboundedSender<ServiceWork>,
-    task: tokio::task::JoinHandle<()>,
-    stopped: AtomicBool,
-}
-
-impl ServiceController {
-    /// The Service controller of one app from Spark's settings, with a client
-    /// of its own, once the apiserver said the driver may manage Services
-    /// ([`ExecutorServices::check_access`]). Subscribed to no informer; must
-    /// run on the runtime that will drive it.
-    pub async fn connect(settings: &crate::settings::Settings, app_id: &str) -> Result<Self, SetupError> {
-        let services = Arc::new(ExecutorServices::connect(settings, app_id).await?);
-        services.check_access().await?;
-        let delete_after = settings.services.as_ref().expect("ExecutorServices::connect checked it").delete_after;
-        Ok(Self::spawn(services, delete_after))
-    }
-
-    /// Spawns the controller on the current runtime. `delete_after` zero:
-    /// Services live as long as the driver (the garbage collector removes them).
-    pub fn spawn(services: Arc<ExecutorServices>, delete_after: Duration) -> Self {
-        let (work, queue) = tokio::sync::mpsc::unbounded_channel();
-        let state = Arc::<ControllerState>::default();
-        let task = tokio::spawn(run_controller(services.clone(), state.clone(), queue, delete_after));
-        Self { services, state, work, task, stopped: AtomicBool::new(false) }
-    }
-
-    pub fn send(&self, work: ServiceWork) {
-        let _ = self.work.send(work);
-    }
-
-    /// Ensures the executor's Service now and returns what was done, for a
-    /// caller that must know before it goes on (the Java side, before it
-    /// creates the executor's pod). The id is marked ensured first, so the
-    /// informer's later event for that pod sends no request. A failure is
-    /// returned, not retried here: the id is unmarked, so the pod's next event
-    /// or resync tries again.
-    pub async fn ensure_now(&self, exec_id: &str) -> Result<Ensured, ServiceError> {
-        if self.stopped.load(Ordering::Relaxed) {
-            return Err(ServiceError::Stopped { app_id: self.services.app_id().to_string() });
-        }
-        self.state.gone.lock().remove(exec_id);
-        self.state.ensured.lock().insert(exec_id.to_string());
-        let outcome = self.services.ensure(exec_id).await;
-        if outcome.is_err() {
-            self.state.ensured.lock().remove(exec_id);
-        }
-        outcome
-    }
-
-    /// How the Services are doing.
-    pub fn health(&self) -> ServiceHealth {
-        self.services.counters.health()
-    }
-
-    /// Stops the controller and every request it has in flight (tasks on the
-    /// runtime, aborted at once); `ensure_now` refuses from then on.
-    pub fn stop(&self) {
-        self.stopped.store(true, Ordering::Relaxed);
-        self.task.abort();
-    }
-}
-
-impl PodSubscriber for ServiceController {
-    fn changed(&self, changes: &[PodChange]) {
-        for change in changes {
-            if let Some(exec_id) = change.pod().exec_id.clone() {
-                self.send(match change {
-                    PodChange::Applied(_) => ServiceWork::Ensure(exec_id),
-                    PodChange::Deleted(_) => ServiceWork::Gone(exec_id),
-                });
-            }
-        }
-    }
-
-    fn listed(&self, pods: &[Arc<CachedPod>]) {
-        self.send(ServiceWork::Resync(pods.iter().filter_map(|p| p.exec_id.clone()).collect()));
-    }
-
-    fn stop(&self) {
-        ServiceController::stop(self);
-    }
-}
-
 /// The one retry policy of Service writes: the informer's (kube's watcher
 /// backoff, as client-go's: 0.8 s doubling to 30 s, jittered).
 fn retry_backoff() -> kube::runtime::watcher::DefaultBackoff {
     kube::runtime::watcher::DefaultBackoff::default()
-}
-
-/// A failed ensure or delete (after its own retries of transient errors) is
-/// tried again this many times, with [`retry_backoff`] (about 2 minutes in all):
-/// a 403 right after an apiserver restart, before its RBAC is loaded, or an
-/// apiserver that is down for a while, must not leave an executor without its
-/// Service, or a gone executor with one, until some later event.
-const RETRIES: u32 = 8;
-
-/// Runs `attempt` until it succeeds, at most `RETRIES` more times, while `wanted`.
-async fn persist<F, Fut>(mut attempt: F, wanted: impl Fn() -> bool) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let mut backoff = retry_backoff();
-    for retry in 0..=RETRIES {
-        if attempt().await {
-            return true;
-        }
-        if retry == RETRIES {
-            break;
-        }
-        tokio::time::sleep(backoff.next().expect("the backoff never ends")).await;
-        if !wanted() {
-            break;
-        }
-    }
-    false
-}
-
-async fn run_controller(
-    services: Arc<ExecutorServices>,
-    state: Arc<ControllerState>,
-    mut queue: tokio::sync::mpsc::UnboundedReceiver<ServiceWork>,
-    delete_after: Duration,
-) {
-    let mut tasks = tokio::task::JoinSet::new();
-    while let Some(work) = queue.recv().await {
-        while tasks.try_join_next().is_some() {}
-        let ids = match work {
-            ServiceWork::Ensure(id) => vec![id],
-            ServiceWork::Resync(ids) => ids,
-            ServiceWork::Gone(id) => {
-                state.gone.lock().insert(id.clone());
-                if !delete_after.is_zero() {
-                    let (services, state) = (services.clone(), state.clone());
-                    tasks.spawn(async move {
-                        tokio::time::sleep(delete_after).await;
-                        let still_gone = || state.gone.lock().contains(&id);
-                        let delete = || {
-                            let (services, id) = (services.clone(), id.clone());
-                            async move { services.delete(&id).await.is_ok() }
-                        };
-                        if still_gone() && persist(delete, still_gone).await {
-                            state.ensured.lock().remove(&id);
-                        }
-                    });
-                }
-                continue;
-            }
-        };
-        for id in ids {
-            state.gone.lock().remove(&id);
-            if !state.ensured.lock().insert(id.clone()) {
-                continue;
-            }
-            let (services, state) = (services.clone(), state.clone());
-            tasks.spawn(async move {
-                let ensure = || {
-                    let (services, id) = (services.clone(), id.clone());
-                    async move { services.ensure(&id).await.is_ok() }
-                };
-                if !persist(ensure, || !state.gone.lock().contains(&id)).await {
-                    state.ensured.lock().remove(&id);
-                    return;
-                }
-                // Gone while this ensure was still retrying (a 429, a restart): the
-                // cool-down's delete may already have run and found no Service, so
-                // the one this ensure made is deleted after a cool-down of its own.
-                let still_gone = || state.gone.lock().contains(&id);
-                if still_gone() && !delete_after.is_zero() {
-                    tokio::time::sleep(delete_after).await;
-                    let delete = || {
-                        let (services, id) = (services.clone(), id.clone());
-                        async move { services.delete(&id).await.is_ok() }
-                    };
-                    if still_gone() && persist(delete, still_gone).await {
-                        state.ensured.lock().remove(&id);
-                    }
-                }
-            });
-        }
-    }
 }

@@ -391,9 +391,9 @@ final class BenchmarkReport {
     md.append(targets());
     md.append(
         String.format(
-            "Each contender ran %d times, in an order shuffled per repetition (`new Random(seed)`); "
+            "Each contender ran %d times, in an order shuffled per repetition (%s); "
                 + "figures are the median over the repetitions and, in brackets, their range:%n%n",
-            plan.repetitions()));
+            plan.repetitions(), RunOrder.HOW));
     for (Map.Entry<Integer, List<String>> e : orders.entrySet()) {
       md.append(
           String.format(

@@ -15,7 +15,6 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -73,8 +72,8 @@ public final class FleetBenchmark {
           }
         }
       }
-      long seed = plan.seed() * 1000 + rep;
-      Collections.shuffle(order, new Random(seed));
+      long seed = RunOrder.seed(plan.seed(), rep);
+      RunOrder.shuffle(order, seed);
       bench.orders.put(rep, order);
       progress("repetition " + rep + " of " + plan.repetitions() + ", seed " + seed + ": " + order);
       for (String entry : order) {

@@ -333,7 +333,7 @@ final class FleetReport {
 
     md.append(liveness());
     md.append(targets());
-    md.append("\nRun order (each repetition shuffled with `new Random(seed)`):\n\n");
+    md.append("\nRun order (each repetition shuffled with " + RunOrder.HOW + "):\n\n");
     for (Map.Entry<Integer, List<String>> e : orders.entrySet()) {
       md.append(
           String.format(

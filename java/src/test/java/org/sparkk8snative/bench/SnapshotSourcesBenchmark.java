@@ -59,8 +59,8 @@ public final class SnapshotSourcesBenchmark {
           order.add(run);
         }
       }
-      long seed = plan.seed() * 1000 + rep;
-      java.util.Collections.shuffle(order, new java.util.Random(seed));
+      long seed = RunOrder.seed(plan.seed(), rep);
+      RunOrder.shuffle(order, seed);
       bench.orders.put(rep, order);
       progress("repetition " + rep + " of " + plan.repetitions() + ", seed " + seed + ": " + order);
       for (String run : order) {

@@ -91,6 +91,9 @@ async fn apiserver_truth(pods: &Api<Pod>, app: &str) -> HashMap<String, String> 
 }
 
 fn cache_view(informer: &ExecutorPodInformer) -> HashMap<String, String> {
+    // A quiet watch may be between the renewals that prove it: wait for one, as the Java lister does.
+    tokio::task::block_in_place(|| informer.await_lister_ready(informer.settings().silence_bound()))
+        .expect("lister ready");
     let snapshot = informer.lister_snapshot().expect("lister ready");
     snapshot.pods.iter().map(|p| (p.name.clone(), p.resource_version.clone())).collect()
 }
@@ -293,10 +296,14 @@ async fn a_black_hole_longer_than_the_stale_bound_makes_the_lister_unready_then_
         Identity::Restricted,
         Route::Proxy,
         &app,
-        &[("spark.kubernetes.executor.missingPodDetectDelta", "6s")],
+        &[
+            ("spark.kubernetes.executor.missingPodDetectDelta", "6s"),
+            ("spark.kubernetes.executor.listerPollingInterval", "2s"),
+        ],
     )
     .await;
     assert_eq!(informer.settings().stale_bound, Duration::from_secs(3));
+    assert_eq!(informer.settings().watch_timeout, Duration::from_secs(2));
     informer.start().unwrap();
     wait_synced(&informer).await;
     let (received, consumer) = consume(informer.clone());
@@ -345,6 +352,72 @@ async fn a_black_hole_longer_than_the_stale_bound_makes_the_lister_unready_then_
     assert_eq!(informer.health().state, SyncState::Synced);
     informer.stop().await;
     consumer.join().unwrap();
+}
+
+/// Watches longer than the stale bound (the default: one per lister round) on the apiserver:
+/// a quiet watch proves the cache only at its renewals, the lister waits for one and snapshots
+/// right after it, and the informer stays healthy with one WATCH per watch timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_watch_longer_than_the_stale_bound_proves_the_cache_at_each_renewal() {
+    let plane = LocalPlane::shared();
+    let app = unique_app_id("proof");
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    kubelet::create_executors(&pods, &app, 0..3, 3).await.unwrap();
+    // Stale bound 2 s, watches of 5 s (the lister's interval): silence bound 5.67 s.
+    let informer = informer(
+        plane,
+        Identity::Restricted,
+        Route::Direct,
+        &app,
+        &[
+            ("spark.kubernetes.executor.missingPodDetectDelta", "4s"),
+            ("spark.kubernetes.executor.listerPollingInterval", "5s"),
+        ],
+    )
+    .await;
+    let settings = informer.settings().clone();
+    assert_eq!((settings.stale_bound, settings.watch_timeout), (Duration::from_secs(2), Duration::from_secs(5)));
+    informer.start().unwrap();
+    wait_synced(&informer).await;
+    let began = Instant::now();
+    let watches_before = informer.health().watch_connects;
+
+    let (mut awaiting, mut ready) = (0, 0);
+    while began.elapsed() < Duration::from_secs(16) {
+        match informer.lister_snapshot() {
+            Ok(snapshot) => {
+                assert_eq!(snapshot.pods.len(), 3);
+                ready += 1;
+            }
+            Err(NotReady::AwaitingProof { proven_ago }) => {
+                assert!(proven_ago <= settings.silence_bound(), "{proven_ago:?}");
+                awaiting += 1;
+                // As the Java lister does: wait for the next proof, then snapshot right after it.
+                let waited = Instant::now();
+                tokio::task::block_in_place(|| informer.await_lister_ready(Duration::from_secs(10)))
+                    .expect("the renewal proves the cache");
+                assert!(waited.elapsed() < settings.watch_timeout + Duration::from_secs(1), "{:?}", waited.elapsed());
+                let proven = informer.health().last_activity.unwrap().elapsed().unwrap();
+                assert!(proven < Duration::from_secs(1), "the snapshot follows the proof: {proven:?}");
+                assert_eq!(informer.lister_snapshot().expect("right after the renewal").pods.len(), 3);
+            }
+            Err(other) => panic!("a healthy quiet watch is never {other:?}: {:?}", informer.health()),
+        }
+        assert_eq!(informer.health().state, SyncState::Synced, "a quiet watch is healthy");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(awaiting > 0 && ready > 0, "awaiting {awaiting}, ready {ready}");
+    let health = informer.health();
+    let watches = health.watch_connects - watches_before;
+    assert!((3..=5).contains(&watches), "one WATCH per 5 s watch in 16 s, not {watches}: {health:?}");
+    assert_eq!(health.relists, 0);
+    // A change still reaches the cache at once.
+    kubelet::set_phase(&pods, &kubelet::executor_pod_name(&app, 1), PodPhase::Failed(143)).await.unwrap();
+    eventually("the change", Duration::from_secs(5), || async {
+        (cache_view(&informer) == apiserver_truth(&pods, &app).await).then_some(())
+    })
+    .await;
+    informer.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

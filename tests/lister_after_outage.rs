@@ -65,7 +65,9 @@ impl SparkSide {
                 let mut last: HashSet<String> = HashSet::new();
                 while running.load(Ordering::Relaxed) {
                     let during_relist = informer.health().phase.starts_with("relisting");
-                    if let Ok(snapshot) = informer.lister_snapshot() {
+                    // As the Java source does: wait for readiness, then snapshot.
+                    let ready = informer.await_lister_ready(Duration::from_millis(500));
+                    if let Ok(snapshot) = ready.and_then(|()| informer.lister_snapshot()) {
                         let answer = encode_snapshot(&snapshot.pods, known, snapshot.view);
                         let pods = match wire::decode(&answer).expect("a well-formed answer") {
                             Decoded::Unchanged { .. } => Some(last.clone()),

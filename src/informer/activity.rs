@@ -4,7 +4,11 @@
 //! kube's watcher swallows bookmarks and reconnects silently, so the stream of
 //! events alone cannot tell a quiet healthy watch from a dead one. The bytes on
 //! the wire can: a healthy watch receives a bookmark or ends and reconnects at
-//! least once per watch timeout. This is a tower layer on the kube client.
+//! least once per watch timeout. A watch response that ends cleanly at its
+//! timeout also proves, however long it was quiet, that everything the apiserver
+//! wrote on it before that timeout arrived: the apiserver ended it no earlier
+//! than `timeoutSeconds` after the request was sent, and the end comes after
+//! every byte before it. This is a tower layer on the kube client.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +29,9 @@ pub struct ApiActivity {
     last_success_nanos: AtomicU64,
     /// `last_success_nanos` when the latest WATCH request was sent.
     success_before_watch_nanos: AtomicU64,
+    /// The latest instant that a WATCH response's clean end at its timeout proves: the request's
+    /// send time plus its `timeoutSeconds`; 0: none yet.
+    watch_end_nanos: AtomicU64,
     lists: AtomicU64,
     watches: AtomicU64,
 }
@@ -35,6 +42,7 @@ impl Default for ApiActivity {
             epoch: Instant::now(),
             last_success_nanos: AtomicU64::new(0),
             success_before_watch_nanos: AtomicU64::new(0),
+            watch_end_nanos: AtomicU64::new(0),
             lists: AtomicU64::new(0),
             watches: AtomicU64::new(0),
         }
@@ -53,6 +61,14 @@ impl ApiActivity {
         self.instant(self.success_before_watch_nanos.load(Ordering::Relaxed))
     }
 
+    /// What the last clean end of a WATCH response at its timeout proves: everything the
+    /// apiserver wrote on it before this instant (its send time plus `timeoutSeconds`; the
+    /// apiserver ended it no earlier) has arrived. An end that comes sooner proves no more than
+    /// any byte does, as the apiserver may have ended it long before it arrived.
+    pub fn last_watch_end(&self) -> Option<Instant> {
+        self.instant(self.watch_end_nanos.load(Ordering::Relaxed))
+    }
+
     fn instant(&self, nanos: u64) -> Option<Instant> {
         (nanos != 0).then(|| self.epoch + Duration::from_nanos(nanos))
     }
@@ -68,13 +84,26 @@ impl ApiActivity {
     }
 
     fn touch(&self) {
-        let nanos = (self.epoch.elapsed().as_nanos() as u64).max(1);
+        let nanos = self.nanos_now();
         self.last_success_nanos.fetch_max(nanos, Ordering::Relaxed);
     }
 
-    fn count(&self, req: &Request<Body>) {
+    fn watch_ended(&self, timed_out_at: Option<u64>) {
+        let nanos = self.nanos_now();
+        self.last_success_nanos.fetch_max(nanos, Ordering::Relaxed);
+        if let Some(at) = timed_out_at.filter(|at| *at <= nanos) {
+            self.watch_end_nanos.fetch_max(at, Ordering::Relaxed);
+        }
+    }
+
+    fn nanos_now(&self) -> u64 {
+        (self.epoch.elapsed().as_nanos() as u64).max(1)
+    }
+
+    /// Counts a request; true if it is a WATCH.
+    fn count(&self, req: &Request<Body>) -> bool {
         if req.method() != Method::GET {
-            return;
+            return false;
         }
         let watch = req.uri().query().is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
         if watch {
@@ -82,6 +111,7 @@ impl ApiActivity {
             self.success_before_watch_nanos.store(before, Ordering::Relaxed);
         }
         if watch { &self.watches } else { &self.lists }.fetch_add(1, Ordering::Relaxed);
+        watch
     }
 }
 
@@ -117,7 +147,9 @@ where
     }
 
     fn call(&mut self, req: Request<Body>) -> Self::Future {
-        self.activity.count(&req);
+        let watch = self.activity.count(&req);
+        // The earliest the apiserver may end this watch on its own: sent now, plus its timeout.
+        let timed_out_at = watch.then(|| watch_timeout(&req)).flatten().map(|t| self.activity.nanos_now() + t);
         let activity = self.activity.clone();
         let response = self.inner.call(req);
         Box::pin(async move {
@@ -126,17 +158,27 @@ where
             if success {
                 activity.touch();
             }
-            Ok(response.map(|inner| ActivityBody { inner, activity: success.then_some(activity) }))
+            Ok(response.map(|inner| ActivityBody { inner, activity: success.then_some(activity), watch, timed_out_at }))
         })
     }
 }
 
+/// A WATCH request's `timeoutSeconds`, in nanoseconds.
+fn watch_timeout(req: &Request<Body>) -> Option<u64> {
+    let query = req.uri().query()?;
+    let seconds = query.split('&').find_map(|p| p.strip_prefix("timeoutSeconds="))?;
+    seconds.parse::<u64>().ok().map(|s| s * 1_000_000_000)
+}
+
 pin_project_lite::pin_project! {
-    /// A response body that reports each frame it receives.
+    /// A response body that reports each frame it receives, and a WATCH response's clean end.
     pub struct ActivityBody<B> {
         #[pin]
         inner: B,
         activity: Option<Arc<ApiActivity>>,
+        watch: bool,
+        // A WATCH's send time plus its `timeoutSeconds` (nanoseconds after the epoch).
+        timed_out_at: Option<u64>,
     }
 }
 
@@ -150,8 +192,13 @@ impl<B: http_body::Body> http_body::Body for ActivityBody<B> {
     ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
         let this = self.project();
         let frame = this.inner.poll_frame(cx);
-        if let (Poll::Ready(Some(Ok(_))), Some(activity)) = (&frame, this.activity.as_ref()) {
-            activity.touch();
+        match (&frame, this.activity.as_ref()) {
+            (Poll::Ready(Some(Ok(_))), Some(activity)) => activity.touch(),
+            (Poll::Ready(None), Some(activity)) if *this.watch => {
+                *this.watch = false; // once: an ended body may be polled again
+                activity.watch_ended(*this.timed_out_at);
+            }
+            _ => {}
         }
         frame
     }

@@ -6,7 +6,8 @@
 //! `missingPodDetectDelta`. A snapshot from a cache that never synced (empty)
 //! or that stopped following the apiserver (stale) would remove healthy
 //! executors. So the lister is ready only when the cache is known to be current
-//! within the stale bound (see `machine.rs` for what makes it current).
+//! within the stale bound (see `machine.rs` for what makes it current), and waits
+//! for the watch's next proof when the last one is older.
 
 use std::time::{Duration, SystemTime};
 
@@ -49,6 +50,11 @@ pub enum NotReady {
     Stale {
         silent_for: Duration,
     },
+    /// The watch is healthy, but quiet since it last proved the cache current, longer ago than
+    /// the stale bound; its next renewal (within one watch timeout) proves it again.
+    AwaitingProof {
+        proven_ago: Duration,
+    },
     /// Relisting after a stale spell: the old cache is not served again.
     Relisting,
     Stopped,
@@ -61,6 +67,12 @@ impl std::fmt::Display for NotReady {
             NotReady::Stale { silent_for } => {
                 write!(f, "the cache may be stale: no response from the apiserver for {:.1}s", silent_for.as_secs_f64())
             }
+            NotReady::AwaitingProof { proven_ago } => write!(
+                f,
+                "the cache was last proven current {:.1}s ago, past the stale bound; the watch's next renewal proves \
+                 it again",
+                proven_ago.as_secs_f64()
+            ),
             NotReady::Relisting => {
                 write!(
                     f,

@@ -11,10 +11,20 @@
 //!   keeps it current as of the last byte the apiserver sent on it;
 //! - while (re)listing, the old cache stays as current as it was when its watch broke, however
 //!   busy the wire is: the list's bytes say nothing of the old cache;
-//! - a silence longer than the stale bound (a black hole, a long outage) ends the watch: the
-//!   informer relists, and serves nothing until that list completes. A watch resumed after such
-//!   a spell would replay what it missed in a burst whose end nobody announces, so it is never
-//!   trusted; the relist is the one definite point at which the cache is whole again.
+//! - bytes prove the cache current only while they follow the last proof within the stale bound:
+//!   bytes after a longer quiet spell may be a burst that something held back (a black hole that
+//!   ended), whose end nobody announces. Such a watch proves the cache again when it ends cleanly
+//!   at its timeout: everything the apiserver wrote on it before its send time plus the timeout
+//!   arrived (see `ApiActivity::last_watch_end`), and the next watch follows on from then. So a quiet watch longer than the stale bound proves
+//!   the cache at each renewal; a full snapshot needs a proof younger than the stale bound, and
+//!   when the last one is older but the watch is within its silence bound, the lister waits for
+//!   the next renewal and snapshots right after it ([`NotReady::AwaitingProof`]). Watches may so
+//!   be as long as a lister round, renewing once per round;
+//! - a silence longer than the silence bound (a watch's length plus a margin: a black hole, a
+//!   long outage) ends the watch: the informer relists, and serves nothing until that list
+//!   completes. A watch resumed after such a spell would replay what it missed in a burst whose
+//!   end nobody announces, so it is never trusted; the relist is the one definite point at which
+//!   the cache is whole again.
 //!
 //! Reading (readiness, report) never changes state.
 
@@ -89,9 +99,11 @@ pub enum Input {
         /// how current the cache is if that watch could not resume.
         success_before_watch: Option<Instant>,
     },
-    /// The periodic check (deadlines, silence); `wire` is the last byte of a successful response.
+    /// The periodic check (deadlines, silence); `wire` is the last byte of a successful response,
+    /// `watch_end` the last clean end of a WATCH response.
     Tick {
         wire: Option<Instant>,
+        watch_end: Option<Instant>,
     },
     Stop,
 }
@@ -122,6 +134,9 @@ pub struct FailureRun {
 pub struct Bounds {
     /// How old the cache may be when a full snapshot is taken.
     pub stale_bound: Duration,
+    /// How long a healthy watch may be silent (`InformerSettings::silence_bound`); longer, the
+    /// watch is dead and the informer relists.
+    pub silence_bound: Duration,
     /// How long a list may take before it is abandoned and retried.
     pub list_timeout: Duration,
 }
@@ -140,6 +155,8 @@ pub struct InformerMachine {
     listed_at: Option<Instant>,
     /// When a 410 ended the watch, until the relist that follows begins.
     gone_at: Option<Instant>,
+    /// The last clean end of a WATCH response, as of the last tick.
+    watch_end: Option<Instant>,
     /// The cache holds every change made before this instant (with `Watching`, also every
     /// change before the watch's latest byte; see [`Self::current_as_of`]).
     current_as_of: Option<Instant>,
@@ -162,6 +179,7 @@ impl InformerMachine {
             list_began: None,
             listed_at: None,
             gone_at: None,
+            watch_end: None,
             current_as_of: None,
             failures: None,
             errors: 0,
@@ -199,7 +217,10 @@ impl InformerMachine {
                 self.failed(error, now);
                 self.after_failure(status, success_before_watch, now)
             }
-            Input::Tick { wire } => self.tick(wire, now),
+            Input::Tick { wire, watch_end } => {
+                self.watch_end = self.watch_end.max(watch_end);
+                self.tick(wire, now)
+            }
             Input::Stop => {
                 self.phase = Phase::Stopped;
                 Vec::new()
@@ -270,8 +291,11 @@ impl InformerMachine {
         self.events_applied += 1;
         self.last_event = Some(SystemTime::now());
         if let Phase::Watching { .. } = self.phase {
-            // An event is the freshest sign that the watch follows the apiserver.
-            self.current_as_of = self.current_as_of.max(Some(now));
+            // An event is the freshest sign that the watch follows the apiserver, if it follows
+            // the last proof closely (see `watch_as_of`).
+            if let WatchAsOf::Current(as_of) = self.watch_as_of(Some(now)) {
+                self.current_as_of = self.current_as_of.max(Some(as_of));
+            }
             self.failures = None;
         }
     }
@@ -348,23 +372,23 @@ impl InformerMachine {
             return Vec::new();
         };
         match self.watch_as_of(wire) {
-            WatchAsOf::Current(as_of) if now.saturating_duration_since(as_of) <= self.bounds.stale_bound => {
+            WatchAsOf::Current(as_of) if now.saturating_duration_since(as_of) <= self.bounds.silence_bound => {
                 self.current_as_of = Some(as_of);
                 Vec::new()
             }
             WatchAsOf::Current(as_of) | WatchAsOf::ResumedAfterSilence(as_of) => {
                 let silent_for = now.saturating_duration_since(as_of);
                 tracing::warn!(
-                    "executor pod informer degraded: no response from the apiserver for {:.1}s (stale bound {:.1}s); \
-                     relisting, and no snapshot until that list completes",
+                    "executor pod informer degraded: no response from the apiserver for {:.1}s (a healthy watch is \
+                     silent {:.1}s at most); relisting, and no snapshot until that list completes",
                     silent_for.as_secs_f64(),
-                    self.bounds.stale_bound.as_secs_f64()
+                    self.bounds.silence_bound.as_secs_f64()
                 );
                 self.failed(
                     format!(
-                        "no response from the apiserver for {:.1}s (stale bound {:.1}s)",
+                        "no response from the apiserver for {:.1}s (silence bound {:.1}s)",
                         silent_for.as_secs_f64(),
-                        self.bounds.stale_bound.as_secs_f64()
+                        self.bounds.silence_bound.as_secs_f64()
                     ),
                     now,
                 );
@@ -388,18 +412,26 @@ impl InformerMachine {
         vec![Effect::Relist]
     }
 
-    /// How current a watching cache is, given the last byte on the wire. Bytes count only
-    /// if they came on this watch and follow the known state without a gap longer than the
-    /// stale bound: bytes after such a gap are a watch resumed after a stale spell, whose
-    /// replay may still be arriving (the next tick relists).
+    /// How current a watching cache is, given the last byte on the wire. Bytes count only if
+    /// they came on this watch and follow the last proof within the stale bound. After a longer
+    /// quiet spell, a clean end of the watch at its timeout is the proof, of what it proves (and
+    /// bytes that follow it within the stale bound); bytes after a gap longer than the silence
+    /// bound are a watch resumed after a stale spell, whose replay may still be arriving (the
+    /// next tick relists).
     fn watch_as_of(&self, wire: Option<Instant>) -> WatchAsOf {
-        let known = self.current_as_of.expect("a watching cache has listed");
+        let mut known = self.current_as_of.expect("a watching cache has listed");
         let Phase::Watching { since } = self.phase else {
             return WatchAsOf::Current(known);
         };
-        match wire.filter(|w| *w >= since && *w > known) {
+        let after = |at: Option<Instant>, known: Instant| at.filter(|t| *t >= since && *t > known);
+        if let Some(proven) = after(self.watch_end, known) {
+            known = proven;
+        }
+        match after(wire, known) {
             None => WatchAsOf::Current(known),
             Some(w) if w - known <= self.bounds.stale_bound => WatchAsOf::Current(w),
+            // Held back, perhaps: not a proof until the watch ends cleanly.
+            Some(w) if w - known <= self.bounds.silence_bound => WatchAsOf::Current(known),
             Some(_) => WatchAsOf::ResumedAfterSilence(known),
         }
     }
@@ -425,10 +457,15 @@ impl InformerMachine {
         }
         let as_of = self.current_as_of(wire).expect("listed");
         let silent_for = now.saturating_duration_since(as_of);
-        if silent_for > self.bounds.stale_bound {
-            return Err(NotReady::Stale { silent_for });
+        if silent_for <= self.bounds.stale_bound {
+            return Ok(());
         }
-        Ok(())
+        let watching = matches!(self.phase, Phase::Watching { .. });
+        if watching && silent_for <= self.bounds.silence_bound {
+            // A quiet healthy watch between renewals: the next one proves the cache again.
+            return Err(NotReady::AwaitingProof { proven_ago: silent_for });
+        }
+        Err(NotReady::Stale { silent_for })
     }
 
     /// A full snapshot and the cache generation it shows, if ready (checked and taken at once).
@@ -453,9 +490,10 @@ impl InformerMachine {
             return SyncState::Degraded {
                 since: SystemTime::now() - silent_for.saturating_sub(self.bounds.stale_bound),
                 last_error: format!(
-                    "no response from the apiserver for {:.1}s (stale bound {:.1}s)",
+                    "no response from the apiserver for {:.1}s (stale bound {:.1}s, silence bound {:.1}s)",
                     silent_for.as_secs_f64(),
-                    self.bounds.stale_bound.as_secs_f64()
+                    self.bounds.stale_bound.as_secs_f64(),
+                    self.bounds.silence_bound.as_secs_f64()
                 ),
                 consecutive_failures: 1,
             };

@@ -26,7 +26,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Api;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use tokio::sync::watch as signal;
 
 use crate::client::{self, ClientError, SetupError};
@@ -126,6 +126,9 @@ struct Shared {
     settings: InformerSettings,
     /// The one writer of the cache is the informer task, through `step`.
     machine: Mutex<InformerMachine>,
+    /// Notified after every step (an item, a tick, the stop): a lister waiting for the cache to be
+    /// ready looks again.
+    stepped: Condvar,
     changes: PodChangeQueue,
     activity: Arc<ApiActivity>,
     subscribers: Mutex<Vec<Arc<dyn PodSubscriber>>>,
@@ -176,13 +179,18 @@ impl ExecutorPodInformer {
         app_id: &str,
         settings: InformerSettings,
     ) -> Self {
-        let bounds = Bounds { stale_bound: settings.stale_bound, list_timeout: settings.initial_list_timeout };
+        let bounds = Bounds {
+            stale_bound: settings.stale_bound,
+            silence_bound: settings.silence_bound(),
+            list_timeout: settings.initial_list_timeout,
+        };
         let machine = InformerMachine::new(settings.initial_list, bounds, Instant::now());
         Self {
             shared: Arc::new(Shared {
                 app_id: app_id.to_string(),
                 settings,
                 machine: Mutex::new(machine),
+                stepped: Condvar::new(),
                 changes: PodChangeQueue::default(),
                 activity,
                 subscribers: Mutex::default(),
@@ -243,7 +251,7 @@ impl ExecutorPodInformer {
         for subscriber in subscribers {
             subscriber.stop();
         }
-        self.shared.machine.lock().step(Input::Stop, Instant::now());
+        self.shared.step(Input::Stop);
         self.shared.changes.close();
     }
 
@@ -285,6 +293,28 @@ impl ExecutorPodInformer {
         let wire = self.shared.activity.last_success();
         let (pods, view) = self.shared.machine.lock().lister_snapshot(Instant::now(), wire)?;
         Ok(ListerSnapshot { pods, view })
+    }
+
+    /// Waits up to `wait` for the lister to be ready: the first list to complete, or, when a quiet
+    /// watch longer than the stale bound last proved the cache current too long ago, its next
+    /// renewal (a snapshot taken right after it is proven current). Within one tick of readiness
+    /// it returns; blocks the calling thread, so call it from outside the runtime (the JVM's
+    /// lister thread).
+    pub fn await_lister_ready(&self, wait: Duration) -> Result<(), NotReady> {
+        let deadline = Instant::now() + wait;
+        let mut machine = self.shared.machine.lock();
+        loop {
+            let wire = self.shared.activity.last_success();
+            match machine.readiness(Instant::now(), wire) {
+                Ok(()) => return Ok(()),
+                Err(NotReady::Stopped) => return Err(NotReady::Stopped),
+                Err(_) if Instant::now() < deadline => {
+                    // Every step notifies, and the informer steps at least once per tick.
+                    let _ = self.shared.stepped.wait_until(&mut machine, deadline);
+                }
+                Err(not_ready) => return Err(not_ready),
+            }
+        }
     }
 }
 
@@ -366,7 +396,10 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
         loop {
             let input = tokio::select! {
                 _ = stop.changed() => break 'watcher,
-                _ = tick.tick() => Input::Tick { wire: shared.activity.last_success() },
+                _ = tick.tick() => Input::Tick {
+                    wire: shared.activity.last_success(),
+                    watch_end: shared.activity.last_watch_end(),
+                },
                 _ = async { resync_tick.as_mut().unwrap().tick().await }, if resync_tick.is_some() => {
                     resync(&shared);
                     continue;
@@ -377,14 +410,23 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
                     None => continue 'watcher,
                 },
             };
-            let effects = shared.machine.lock().step(input, Instant::now());
+            let effects = shared.step(input);
             if carry_out(&shared, effects) {
                 continue 'watcher;
             }
         }
     }
-    shared.machine.lock().step(Input::Stop, Instant::now());
+    shared.step(Input::Stop);
     shared.changes.close();
+}
+
+impl Shared {
+    /// One step of the state machine; wakes the listers waiting for readiness.
+    fn step(&self, input: Input) -> Vec<Effect> {
+        let effects = self.machine.lock().step(input, Instant::now());
+        self.stepped.notify_all();
+        effects
+    }
 }
 
 /// Carries out the effects of one step; true if the watcher must be replaced (a relist).

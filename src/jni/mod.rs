@@ -144,6 +144,26 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_listerSnapshot<'loca
     .resolve::<ThrowJavaException>()
 }
 
+/// `String awaitListerReady(long handle, long waitMillis)`: null once a full
+/// snapshot may be taken, or, after `waitMillis`, why none may be yet.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_awaitListerReady<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    wait_millis: jlong,
+) -> JString<'local> {
+    env.with_env(|env| -> Result<_, JniError> {
+        let wait = Duration::from_millis(non_negative(wait_millis, "waitMillis")?);
+        let handle = handles::INFORMERS.get(handle)?;
+        match handle.informer.await_lister_ready(wait) {
+            Ok(()) => Ok(JString::null()),
+            Err(not_ready) => Ok(env.new_string(not_ready.to_string())?),
+        }
+    })
+    .resolve::<ThrowJavaException>()
+}
+
 /// `byte[] health(long handle)`: a HEALTH frame (see `wire.rs`).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_sparkk8snative_NativeBridge_health<'local>(

@@ -95,10 +95,13 @@ pub const STALE_BOUND: Key = Key {
     name: "spark.kubernetes.native.lister.staleBound",
     java: "STALE_BOUND",
     default: Default::Described("half of `missingPodDetectDelta`"),
-    meaning: "How old the cache may be when the lister takes a full snapshot: it answers not ready when the \
-              apiserver has shown no sign of life (event, bookmark, list page, watch reconnect) for longer, and \
-              after such a silence until a relist completes. A snapshot from a stale cache would make Spark remove \
-              executors that started during the outage. Keep it below `missingPodDetectDelta`.",
+    meaning: "How old the cache may be when the lister takes a full snapshot: the cache must have been proven \
+              current (an event, bookmark or list page following the last proof closely, or a watch ending cleanly) \
+              within this. A quiet watch longer than it proves the cache at each renewal, and the lister's round \
+              waits for the next one. After a silence longer than a watch's length plus a third of this bound, the \
+              informer relists and the lister answers not ready until that list completes. A snapshot from a stale \
+              cache would make Spark remove executors that started during the outage. Keep it below \
+              `missingPodDetectDelta`.",
     since: V0_1,
     section: Section::InformerAndLister,
 };
@@ -106,10 +109,14 @@ pub const STALE_BOUND: Key = Key {
 pub const WATCH_TIMEOUT: Key = Key {
     name: "spark.kubernetes.native.informer.watchTimeout",
     java: "WATCH_TIMEOUT",
-    default: Default::Described("two thirds of the stale bound (10 s by default), 1 s to 290 s"),
+    default: Default::Described(
+        "`listerPollingInterval` or two thirds of the stale bound, whichever is longer (30 s by default), 1 s to 290 s",
+    ),
     meaning: "Server-side timeout of each watch request. A healthy watch ends and resumes from its resourceVersion \
-              this often (served from the watch cache: no LIST, no etcd read), which is what proves it alive within \
-              the stale bound.",
+              this often (served from the watch cache: no LIST, no etcd read); its clean end proves the cache \
+              current, so one renewal per lister round is all the lister needs. Shorter watches detect a dead \
+              connection sooner (after the watch's length plus a third of the stale bound) and cost one WATCH \
+              request each.",
     since: V0_1,
     section: Section::InformerAndLister,
 };

@@ -97,14 +97,26 @@ pub struct ClientSettings {
 pub struct InformerSettings {
     /// Zero: no resync.
     pub informer_resync_interval: Duration,
-    /// The lister is not ready when the watch has shown no sign of life for longer.
+    /// The lister takes a full snapshot only from a cache proven current within this.
     pub stale_bound: Duration,
     /// Server-side timeout of each watch request; a healthy watch shows a sign
     /// of life (bookmark or reconnect) at least this often.
     pub watch_timeout: Duration,
+    /// How often the lister replaces Spark's snapshot (`listerPollingInterval`).
+    pub lister_polling_interval: Duration,
     pub initial_list: InitialList,
     pub page_size: u32,
     pub initial_list_timeout: Duration,
+}
+
+impl InformerSettings {
+    /// How long the apiserver may be silent on a healthy watch: one watch's length (it may end
+    /// with nothing to say) plus a third of the stale bound for the reconnect, and never less than
+    /// the stale bound. Silence past it means the watch is dead (a black hole, an outage): the
+    /// informer relists. With watches of two thirds of the stale bound it is the stale bound.
+    pub fn silence_bound(&self) -> Duration {
+        (self.watch_timeout + self.stale_bound / 3).max(self.stale_bound)
+    }
 }
 
 /// Executor Services (SPARK-52505), when `spark.kubernetes.executor.enableService=true`.
@@ -207,7 +219,13 @@ impl Settings {
 
         let missing_pod_detect_delta = conf.positive_duration(&keys::MISSING_POD_DETECT_DELTA)?;
         let stale_bound = conf.positive_duration_or(&keys::STALE_BOUND, missing_pod_detect_delta / 2)?;
-        let default_watch_timeout = (stale_bound * 2 / 3).max(Duration::from_secs(1));
+        let lister_polling_interval = conf.positive_duration(&keys::LISTER_POLLING_INTERVAL)?;
+        // Renewals at two thirds of the stale bound keep an idle cache proven current at all times;
+        // the lister needs a proof only once per round, and takes its snapshot right after one
+        // (see `InformerSettings::silence_bound`), so watches as long as its interval prove enough
+        // with fewer WATCH requests.
+        let default_watch_timeout =
+            (stale_bound * 2 / 3).max(lister_polling_interval).clamp(Duration::from_secs(1), Duration::from_secs(290));
         let watch_timeout = conf.positive_duration_or(&keys::WATCH_TIMEOUT, default_watch_timeout)?;
         if watch_timeout < Duration::from_secs(1) || watch_timeout > Duration::from_secs(290) {
             let value = conf.get(keys::WATCH_TIMEOUT.name).unwrap_or_default();
@@ -218,6 +236,7 @@ impl Settings {
             informer_resync_interval: conf.duration(&keys::INFORMER_RESYNC_INTERVAL)?,
             stale_bound,
             watch_timeout,
+            lister_polling_interval,
             initial_list: match conf.value(&keys::INITIAL_LIST).trim() {
                 "auto" => InitialList::Auto,
                 "streaming" => InitialList::Streaming,
@@ -529,7 +548,9 @@ mod tests {
         assert_eq!(s.client.request_timeout, Duration::from_secs(10));
         assert_eq!(s.informer.informer_resync_interval, Duration::ZERO);
         assert_eq!(s.informer.stale_bound, Duration::from_secs(15));
-        assert_eq!(s.informer.watch_timeout, Duration::from_secs(10));
+        assert_eq!(s.informer.lister_polling_interval, Duration::from_secs(30));
+        assert_eq!(s.informer.watch_timeout, Duration::from_secs(30));
+        assert_eq!(s.informer.silence_bound(), Duration::from_secs(35));
         assert_eq!(s.informer.initial_list, InitialList::Auto);
     }
 
@@ -538,6 +559,22 @@ mod tests {
         let s = Settings::from_spark_conf(&conf(&[(keys::MISSING_POD_DETECT_DELTA.name, "2min")])).unwrap();
         assert_eq!(s.informer.stale_bound, Duration::from_secs(60));
         assert_eq!(s.informer.watch_timeout, Duration::from_secs(40));
+        assert_eq!(s.informer.silence_bound(), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn watches_last_the_lister_polling_interval_or_two_thirds_of_the_stale_bound_whichever_is_longer() {
+        let watch = |pairs: &[(&str, &str)]| Settings::from_spark_conf(&conf(pairs)).unwrap().informer.watch_timeout;
+        assert_eq!(watch(&[(keys::LISTER_POLLING_INTERVAL.name, "100ms")]), Duration::from_secs(10));
+        assert_eq!(watch(&[(keys::LISTER_POLLING_INTERVAL.name, "1min")]), Duration::from_secs(60));
+        assert_eq!(watch(&[(keys::LISTER_POLLING_INTERVAL.name, "10min")]), Duration::from_secs(290));
+        assert_eq!(
+            watch(&[(keys::LISTER_POLLING_INTERVAL.name, "100ms"), (keys::STALE_BOUND.name, "600ms")]),
+            Duration::from_secs(1)
+        );
+        assert_eq!(watch(&[(keys::WATCH_TIMEOUT.name, "5s")]), Duration::from_secs(5));
+        let err = err(&[(keys::LISTER_POLLING_INTERVAL.name, "0s")]);
+        assert!(err.to_string().contains(keys::LISTER_POLLING_INTERVAL.name), "{err}");
     }
 
     #[test]

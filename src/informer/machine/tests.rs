@@ -8,8 +8,16 @@ use serde_json::json;
 
 const BOUND: Duration = Duration::from_secs(5);
 
+/// Watches of two thirds of the stale bound: a healthy watch is never silent past it.
 fn bounds() -> Bounds {
-    Bounds { stale_bound: BOUND, list_timeout: Duration::from_secs(60) }
+    Bounds { stale_bound: BOUND, silence_bound: BOUND, list_timeout: Duration::from_secs(60) }
+}
+
+/// Watches of 10 s, twice the stale bound: a quiet watch proves the cache only at its renewals.
+const LONG_WATCH: Duration = Duration::from_secs(10);
+
+fn long_watch_bounds() -> Bounds {
+    Bounds { silence_bound: LONG_WATCH + BOUND / 3, ..bounds() }
 }
 
 fn pod(name: &str, rv: &str, phase: &str) -> Pod {
@@ -49,7 +57,11 @@ fn delivered(effects: &[Effect]) -> Vec<String> {
 
 /// A machine that listed `pods` at `t0` and watches since.
 fn watching(pods: &[(&str, &str)], t0: Instant) -> InformerMachine {
-    let mut m = InformerMachine::new(InitialList::Consistent, bounds(), t0);
+    watching_with(bounds(), pods, t0)
+}
+
+fn watching_with(bounds: Bounds, pods: &[(&str, &str)], t0: Instant) -> InformerMachine {
+    let mut m = InformerMachine::new(InitialList::Consistent, bounds, t0);
     m.step(Input::ListBegan, t0);
     for (name, rv) in pods {
         m.step(Input::Listed(pod(name, rv, "Running")), t0);
@@ -88,7 +100,7 @@ fn a_watch_keeps_the_cache_current_with_its_bytes() {
     // A quiet healthy watch: a byte (reconnect, bookmark) every 3 s.
     for s in 1..=10 {
         let wire = Some(at(t0, s * 3000));
-        assert!(m.step(Input::Tick { wire }, at(t0, s * 3000 + 100)).is_empty());
+        assert!(m.step(Input::Tick { wire, watch_end: None }, at(t0, s * 3000 + 100)).is_empty());
         assert_eq!(m.readiness(at(t0, s * 3000 + 200), wire), Ok(()));
     }
     // An event is a sign of life too.
@@ -98,18 +110,118 @@ fn a_watch_keeps_the_cache_current_with_its_bytes() {
     assert_eq!(m.relists(), 0);
 }
 
+/// A quiet watch's renewal: the old watch ends cleanly at `end`, the new one answers 5 ms later.
+fn renewal(end: Instant) -> Input {
+    Input::Tick { wire: Some(end + Duration::from_millis(5)), watch_end: Some(end) }
+}
+
+#[test]
+fn a_quiet_watch_longer_than_the_stale_bound_is_ready_after_each_renewal_and_healthy_between() {
+    let t0 = Instant::now();
+    let mut m = watching_with(long_watch_bounds(), &[("p1", "1")], t0);
+    let mut last = Some(t0);
+    for n in 1..=3u64 {
+        // Between renewals the proof ages past the stale bound: wait for the next one, no relist.
+        let between = at(t0, (n - 1) * 10_000 + 9_000);
+        assert!(m.step(Input::Tick { wire: last, watch_end: None }, between).is_empty());
+        assert!(matches!(m.readiness(between, last), Err(NotReady::AwaitingProof { .. })));
+        assert!(m.lister_snapshot(between, last).is_err(), "never a snapshot from an unproven cache");
+        assert_eq!(m.sync_state(between, last), SyncState::Synced, "a quiet watch is healthy");
+        // The watch's clean end and the renewal prove the cache current again.
+        let end = at(t0, n * 10_000);
+        assert!(m.step(renewal(end), end + Duration::from_millis(300)).is_empty());
+        last = Some(end + Duration::from_millis(5));
+        assert!(m.lister_snapshot(end + Duration::from_millis(300), last).is_ok(), "ready right after renewal {n}");
+    }
+    // An event that follows a proof within the stale bound proves it too.
+    m.step(Input::Applied(pod("p2", "2", "Pending")), at(t0, 34_000));
+    assert_eq!(m.readiness(at(t0, 37_000), last), Ok(()));
+    assert_eq!(m.relists(), 0);
+}
+
+/// A black hole shorter than the silence bound: what it held back arrives in a burst when it
+/// ends, and only the watch's clean end says the burst is over.
+#[test]
+fn bytes_after_a_quiet_spell_longer_than_the_stale_bound_wait_for_the_watch_to_end_cleanly() {
+    let t0 = Instant::now();
+    let mut m = watching_with(long_watch_bounds(), &[("p1", "1")], t0);
+    let burst = Some(at(t0, 8000));
+    m.step(Input::Applied(pod("p2", "2", "Running")), at(t0, 8000));
+    assert!(m.step(Input::Tick { wire: burst, watch_end: None }, at(t0, 8100)).is_empty());
+    assert!(
+        matches!(m.readiness(at(t0, 8100), burst), Err(NotReady::AwaitingProof { .. })),
+        "the burst's first bytes prove nothing: {:?}",
+        m.readiness(at(t0, 8100), burst)
+    );
+    let end = at(t0, 10_000);
+    m.step(renewal(end), at(t0, 10_100));
+    assert_eq!(m.readiness(at(t0, 10_100), Some(end + Duration::from_millis(5))), Ok(()));
+    assert_eq!(m.relists(), 0);
+}
+
+#[test]
+fn a_long_watch_whose_renewal_does_not_come_is_a_stale_spell_at_its_silence_bound() {
+    let t0 = Instant::now();
+    let mut m = watching_with(long_watch_bounds(), &[("p1", "1")], t0);
+    let end = at(t0, 10_000);
+    m.step(renewal(end), at(t0, 10_100));
+    let wire = Some(end + Duration::from_millis(5));
+    // The renewal due at 20 s fails: no snapshot, and the failure shows.
+    let failed = Input::Failed { error: "connection refused".into(), status: None, success_before_watch: wire };
+    m.step(failed, at(t0, 20_000));
+    assert!(matches!(m.readiness(at(t0, 20_100), wire), Err(NotReady::AwaitingProof { .. })));
+    assert!(m.lister_snapshot(at(t0, 20_100), wire).is_err(), "a failed renewal proves nothing");
+    assert_eq!(m.sync_state(at(t0, 20_100), wire).name(), "Degraded");
+    // Within the silence bound (11.67 s) the watch may still come back...
+    assert!(m.step(Input::Tick { wire, watch_end: None }, at(t0, 21_600)).is_empty());
+    // ...past it the informer relists, and the old cache never serves again.
+    assert_eq!(m.readiness(at(t0, 21_700), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(11_695) }));
+    assert_eq!(m.step(Input::Tick { wire, watch_end: None }, at(t0, 21_700)), vec![Effect::Relist]);
+    assert_eq!(m.readiness(at(t0, 21_800), Some(at(t0, 21_750))), Err(NotReady::Relisting));
+}
+
+#[test]
+fn bytes_after_a_silence_longer_than_the_silence_bound_never_prove_a_long_watch() {
+    let t0 = Instant::now();
+    let mut m = watching_with(long_watch_bounds(), &[("p1", "1")], t0);
+    // No tick ran during 12 s of silence; the resumed watch's first byte at 12 s.
+    let wire = Some(at(t0, 12_000));
+    assert_eq!(m.readiness(at(t0, 12_010), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(12_010) }));
+    assert_eq!(m.step(Input::Tick { wire, watch_end: None }, at(t0, 12_020)), vec![Effect::Relist]);
+}
+
+/// The end of a watch that a black hole held arrives late: it proves the cache only as of the
+/// watch's timeout (its send time plus `timeoutSeconds`), never as of its arrival.
+#[test]
+fn a_held_watch_end_proves_only_its_timeout_and_the_silence_bound_runs_from_there() {
+    let t0 = Instant::now();
+    let mut m = watching_with(long_watch_bounds(), &[("p1", "1")], t0);
+    m.step(Input::Applied(pod("p2", "2", "Running")), at(t0, 4_000));
+    // Black hole from 4.1 s to 15.5 s; the watch sent at 0 timed out at 10 s, its end held till then.
+    let (wire, watch_end) = (Some(at(t0, 15_500)), Some(at(t0, 10_000)));
+    assert!(m.step(Input::Tick { wire, watch_end }, at(t0, 15_600)).is_empty());
+    assert!(
+        matches!(m.readiness(at(t0, 15_600), wire), Err(NotReady::AwaitingProof { proven_ago }) if proven_ago >= Duration::from_secs(5)),
+        "proven as of 10 s, not 15.5 s: {:?}",
+        m.readiness(at(t0, 15_600), wire)
+    );
+    // No renewal proves it in time: relist at the silence bound after the proof (21.67 s).
+    assert!(m.step(Input::Tick { wire, watch_end }, at(t0, 21_600)).is_empty());
+    assert_eq!(m.step(Input::Tick { wire, watch_end }, at(t0, 21_700)), vec![Effect::Relist]);
+}
+
 /// Defect 1 of the issue: the outage outlasts the stale bound; when it ends, the
 /// old cache must not serve while the list that follows runs.
 #[test]
 fn after_a_stale_spell_nothing_is_served_until_the_relist_completes() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1"), ("p2", "2")], t0);
-    m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 1000));
+    m.step(Input::Tick { wire: Some(at(t0, 1000)), watch_end: None }, at(t0, 1000));
     // Black hole from 1 s: no byte. Still within the bound at 5.9 s...
-    assert!(m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 5900)).is_empty());
+    assert!(m.step(Input::Tick { wire: Some(at(t0, 1000)), watch_end: None }, at(t0, 5900)).is_empty());
     assert_eq!(m.readiness(at(t0, 5900), Some(at(t0, 1000))), Ok(()));
     // ...past it at 6.1 s: the informer drops the watch and relists.
-    assert_eq!(m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 6100)), vec![Effect::Relist]);
+    assert_eq!(m.step(Input::Tick { wire: Some(at(t0, 1000)), watch_end: None }, at(t0, 6100)), vec![Effect::Relist]);
     assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::StaleSpell });
     assert_eq!(m.sync_state(at(t0, 6100), None).name(), "Degraded");
     assert_eq!(m.relists(), 1);
@@ -118,12 +230,12 @@ fn after_a_stale_spell_nothing_is_served_until_the_relist_completes() {
     for (i, (name, rv)) in [("p1", "1"), ("p2", "2"), ("p3", "9")].iter().enumerate() {
         let now = at(t0, 15_000 + 3000 * i as u64);
         assert!(m.step(Input::Listed(pod(name, rv, "Running")), now).is_empty(), "a relist is compared at its end");
-        m.step(Input::Tick { wire: Some(now) }, now);
+        m.step(Input::Tick { wire: Some(now), watch_end: None }, now);
         assert_eq!(m.readiness(now, Some(now)), Err(NotReady::Relisting), "the old cache never serves again");
         assert!(m.lister_snapshot(now, Some(now)).is_err());
     }
     // Further ticks during the relist do not start another one.
-    assert!(m.step(Input::Tick { wire: Some(at(t0, 22_000)) }, at(t0, 22_000)).is_empty());
+    assert!(m.step(Input::Tick { wire: Some(at(t0, 22_000)), watch_end: None }, at(t0, 22_000)).is_empty());
     let effects = m.step(Input::ListDone, at(t0, 23_000));
     assert_eq!(delivered(&effects), ["+p3@9"]);
     let (pods, _) = m.lister_snapshot(at(t0, 23_000), Some(at(t0, 23_000))).expect("ready once the list completed");
@@ -138,11 +250,11 @@ fn after_a_stale_spell_nothing_is_served_until_the_relist_completes() {
 fn bytes_after_a_silence_longer_than_the_bound_never_freshen_the_cache() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1")], t0);
-    m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 1000));
+    m.step(Input::Tick { wire: Some(at(t0, 1000)), watch_end: None }, at(t0, 1000));
     // No tick ran during the silence (a busy runtime); the resumed watch's first byte at 7 s.
     let wire = Some(at(t0, 7000));
     assert_eq!(m.readiness(at(t0, 7010), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(6010) }));
-    assert_eq!(m.step(Input::Tick { wire }, at(t0, 7020)), vec![Effect::Relist]);
+    assert_eq!(m.step(Input::Tick { wire, watch_end: None }, at(t0, 7020)), vec![Effect::Relist]);
     assert_eq!(m.readiness(at(t0, 7030), wire), Err(NotReady::Relisting));
 }
 
@@ -150,7 +262,7 @@ fn bytes_after_a_silence_longer_than_the_bound_never_freshen_the_cache() {
 fn a_short_410_keeps_the_old_cache_serving_only_within_the_bound_of_its_last_watch() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1")], t0);
-    m.step(Input::Tick { wire: Some(at(t0, 2000)) }, at(t0, 2000));
+    m.step(Input::Tick { wire: Some(at(t0, 2000)), watch_end: None }, at(t0, 2000));
     // A watch sent at 3 s answers 200 (a byte at 3 s), then 410 in its stream.
     let wire = Some(at(t0, 3000));
     assert!(m.step(gone(Some(at(t0, 2000))), at(t0, 3000)).is_empty(), "kube's watcher relists, after its backoff");
@@ -162,13 +274,13 @@ fn a_short_410_keeps_the_old_cache_serving_only_within_the_bound_of_its_last_wat
     m.step(Input::Listed(pod("p1", "1", "Running")), at(t0, 3200));
     // The relist's bytes flow; the old cache serves while it is within the bound...
     let wire = Some(at(t0, 6900));
-    m.step(Input::Tick { wire }, at(t0, 6900));
+    m.step(Input::Tick { wire, watch_end: None }, at(t0, 6900));
     assert!(m.lister_snapshot(at(t0, 6900), wire).is_ok());
     assert_eq!(m.sync_state(at(t0, 6900), wire), SyncState::Synced, "a sign of life after the 410 ends its failure");
     // ...and not a moment longer, however busy the wire.
     let wire = Some(at(t0, 7100));
     assert_eq!(m.readiness(at(t0, 7100), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(5100) }));
-    assert!(m.step(Input::Tick { wire }, at(t0, 7100)).is_empty(), "already relisting");
+    assert!(m.step(Input::Tick { wire, watch_end: None }, at(t0, 7100)).is_empty(), "already relisting");
     m.step(Input::ListDone, at(t0, 9000));
     assert_eq!(m.readiness(at(t0, 9000), wire), Ok(()));
     assert_eq!(m.relists(), 1);
@@ -277,15 +389,15 @@ fn a_list_that_outlives_its_timeout_is_abandoned_and_retried() {
     let t0 = Instant::now();
     let mut m = InformerMachine::new(InitialList::Consistent, bounds(), t0);
     m.step(Input::ListBegan, t0);
-    assert!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 59_000)).is_empty());
-    assert_eq!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 61_000)), vec![Effect::Relist]);
+    assert!(m.step(Input::Tick { wire: Some(t0), watch_end: None }, at(t0, 59_000)).is_empty());
+    assert_eq!(m.step(Input::Tick { wire: Some(t0), watch_end: None }, at(t0, 61_000)), vec![Effect::Relist]);
     assert_eq!(m.strategy(), InitialList::Consistent);
     let SyncState::Degraded { last_error, .. } = m.sync_state(at(t0, 61_000), None) else { panic!() };
     assert!(last_error.contains("initialListTimeout"), "{last_error}");
     // With Auto, a timed-out streaming list falls back.
     let mut auto = InformerMachine::new(InitialList::Auto, bounds(), t0);
     auto.step(Input::ListBegan, t0);
-    assert_eq!(auto.step(Input::Tick { wire: None }, at(t0, 61_000)), vec![Effect::Relist]);
+    assert_eq!(auto.step(Input::Tick { wire: None, watch_end: None }, at(t0, 61_000)), vec![Effect::Relist]);
     assert_eq!(auto.strategy(), InitialList::WatchCache);
 }
 
@@ -306,9 +418,9 @@ fn failures_degrade_count_and_end_at_the_next_sign_of_life() {
         let _ = m.sync_state(at(t0, 2500), Some(at(t0, 500)));
         let _ = m.readiness(at(t0, 2500), Some(at(t0, 500)));
     }
-    m.step(Input::Tick { wire: Some(at(t0, 500)) }, at(t0, 2500));
+    m.step(Input::Tick { wire: Some(at(t0, 500)), watch_end: None }, at(t0, 2500));
     assert_eq!(m.sync_state(at(t0, 2500), Some(at(t0, 500))).name(), "Degraded");
-    m.step(Input::Tick { wire: Some(at(t0, 2600)) }, at(t0, 2700));
+    m.step(Input::Tick { wire: Some(at(t0, 2600)), watch_end: None }, at(t0, 2700));
     assert_eq!(m.sync_state(at(t0, 2700), Some(at(t0, 2600))), SyncState::Synced);
     assert_eq!(m.readiness(at(t0, 2700), Some(at(t0, 2600))), Ok(()));
 }
@@ -320,13 +432,13 @@ fn a_long_run_of_failures_while_watching_is_a_stale_spell_too() {
     for s in 1..=4 {
         let refused = Input::Failed { error: "connection refused".into(), status: None, success_before_watch: None };
         m.step(refused, at(t0, s * 1000));
-        assert!(m.step(Input::Tick { wire: Some(t0) }, at(t0, s * 1000 + 10)).is_empty());
+        assert!(m.step(Input::Tick { wire: Some(t0), watch_end: None }, at(t0, s * 1000 + 10)).is_empty());
     }
-    assert_eq!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 5100)), vec![Effect::Relist]);
+    assert_eq!(m.step(Input::Tick { wire: Some(t0), watch_end: None }, at(t0, 5100)), vec![Effect::Relist]);
     assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::StaleSpell });
     // The apiserver answers again: its list bytes neither serve the old cache nor end Degraded.
     m.step(Input::ListBegan, at(t0, 6000));
-    m.step(Input::Tick { wire: Some(at(t0, 6100)) }, at(t0, 6200));
+    m.step(Input::Tick { wire: Some(at(t0, 6100)), watch_end: None }, at(t0, 6200));
     assert_eq!(m.sync_state(at(t0, 6200), Some(at(t0, 6100))).name(), "Degraded");
     m.step(Input::Listed(pod("p1", "1", "Running")), at(t0, 6300));
     m.step(Input::ListDone, at(t0, 6400));
@@ -338,9 +450,9 @@ fn a_410_that_no_list_follows_within_the_bound_relists_anyway() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1")], t0);
     assert!(m.step(gone(Some(t0)), at(t0, 100)).is_empty());
-    assert!(m.step(Input::Tick { wire: None }, at(t0, 5000)).is_empty());
-    assert_eq!(m.step(Input::Tick { wire: None }, at(t0, 5200)), vec![Effect::Relist]);
-    assert!(m.step(Input::Tick { wire: None }, at(t0, 5700)).is_empty(), "once");
+    assert!(m.step(Input::Tick { wire: None, watch_end: None }, at(t0, 5000)).is_empty());
+    assert_eq!(m.step(Input::Tick { wire: None, watch_end: None }, at(t0, 5200)), vec![Effect::Relist]);
+    assert!(m.step(Input::Tick { wire: None, watch_end: None }, at(t0, 5700)).is_empty(), "once");
     assert_eq!(m.relists(), 1);
 }
 

@@ -40,6 +40,9 @@ final class NativeBridge {
   /** A SNAPSHOT, UNCHANGED or NOT_READY frame (see Wire). */
   static native byte[] listerSnapshot(long handle, long knownView);
 
+  /** Null once a full snapshot may be taken; after waitMillis, why none may be yet. */
+  static native String awaitListerReady(long handle, long waitMillis);
+
   /** A HEALTH frame (see Wire). */
   static native byte[] health(long handle);
 

@@ -77,6 +77,16 @@ public final class NativeInformer implements AutoCloseable {
     return Wire.listerAnswer(NativeBridge.listerSnapshot(handle, knownView));
   }
 
+  /**
+   * Waits up to {@code waitMillis} for a full snapshot to be possible: the first list to complete,
+   * or, when a quiet watch last proved the cache current longer ago than the stale bound, the
+   * watch's next renewal, right after which a snapshot is proven current. Returns null when ready,
+   * else why not (after the wait, or at once when the informer is stopped).
+   */
+  public String awaitListerReady(long waitMillis) {
+    return NativeBridge.awaitListerReady(handle, waitMillis);
+  }
+
   public InformerHealth health() {
     return Wire.health(NativeBridge.health(handle));
   }

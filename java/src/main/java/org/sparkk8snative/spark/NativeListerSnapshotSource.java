@@ -17,17 +17,19 @@ import org.sparkk8snative.PodBatch;
 
 /**
  * Every {@code listerPollingInterval}, replaces Spark's snapshot with the native cache's contents
- * ({@code replaceSnapshot}), at no apiserver cost. While the cache is unsynced or stale the round
- * is skipped, never faked: Spark removes every executor missing from a full snapshot. Until the
- * first snapshot lands, rounds come every 25 ms (a not-ready answer costs one JNI call and no
- * apiserver request), so Spark's first full snapshot follows the informer's sync closely. Pods
- * unchanged since the previous round are not decoded again, and when nothing changed at all the
- * previous snapshot is handed to Spark again as it is (with a new timestamp, which is what Spark's
- * missing-pod detection needs).
+ * ({@code replaceSnapshot}), at no apiserver cost. While no snapshot may be taken the round waits
+ * in the native library for the cache to become ready, and never fakes one: Spark removes every
+ * executor missing from a full snapshot. So the first snapshot follows the informer's sync at once,
+ * and on a quiet watch (which proves the cache current only when it is renewed, once per {@code
+ * watchTimeout}) the round's snapshot follows the next renewal. Pods unchanged since the previous
+ * round are not decoded again, and when nothing changed at all the previous snapshot is handed to
+ * Spark again as it is (with a new timestamp, which is what Spark's missing-pod detection needs).
  */
 public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSource {
   private static final Logger LOG = LoggerFactory.getLogger(NativeListerSnapshotSource.class);
-  private static final long FIRST_SNAPSHOT_RETRY_MILLIS = 25;
+
+  /** The longest one native wait for readiness lasts: {@code stop()} waits for it at most. */
+  private static final long READY_WAIT_MILLIS = 500;
 
   private final ExecutorPodsSnapshotsStore store;
   private final SharedNativeInformer shared;
@@ -49,7 +51,6 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
   /** The view of the last snapshot handed to Spark (0: none). */
   private long knownView;
 
-  private boolean hadSnapshot;
   private long notReadySince = -1;
   private boolean warnedThisStreak;
 
@@ -131,9 +132,12 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
       ListerAnswer answer = informer.listerSnapshot(knownView);
       if (answer instanceof ListerAnswer.NotReady) {
         skip(((ListerAnswer.NotReady) answer).reason());
-        if (!hadSnapshot) {
-          next = Math.min(intervalMillis, FIRST_SNAPSHOT_RETRY_MILLIS);
-        }
+        // Wait for readiness (a sync, or the renewal that proves a quiet watch again), then take
+        // the snapshot at once; a wait that ends early without it (the informer stopping) still
+        // paces the retries.
+        String notReady = informer.awaitListerReady(READY_WAIT_MILLIS);
+        long waited = (System.nanoTime() - began) / 1_000_000;
+        next = notReady == null ? 0 : Math.max(0, READY_WAIT_MILLIS - waited);
       } else {
         replace(answer, began);
       }
@@ -177,8 +181,7 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
     lastRound = new Round(done - began, done - handOver, pods.size(), changedPods, frameBytes);
     lastSnapshot = pods;
     knownView = view;
-    hadSnapshot = true;
-    if (notReadySince >= 0) {
+    if (warnedThisStreak) {
       LOG.info(
           "Lister ready again after {} ms; {} executor pods",
           System.currentTimeMillis() - notReadySince,
@@ -215,7 +218,7 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
     if (notReadySince < 0) {
       notReadySince = now;
     }
-    LOG.debug("Skipping the lister round: {}", reason);
+    LOG.debug("Lister round waits: {}", reason);
     // A skipped round is normal for a moment; when it lasts, the operator should know.
     if (!warnedThisStreak && now - notReadySince >= 2 * intervalMillis) {
       warnedThisStreak = true;

@@ -49,8 +49,10 @@ public final class NativeInformerDemo {
     print("Spark's watch + polling (legacy)", legacyRun);
     System.out.printf(
         "LIST and WATCH: requests of the app's executor pods by the snapshot sources, from the"
-            + " audit log.%nThe native watch ends and resumes from its resourceVersion every 10s"
-            + " (two thirds of the stale bound), served from the watch cache.%n");
+            + " audit log.%nThe native watch ends and resumes from its resourceVersion once per"
+            + " lister round (%s here; at least two thirds of the stale bound, 10s), served from the"
+            + " watch cache; each clean end proves the cache current for the round's snapshot.%n",
+        POLLING);
     System.exit(0); // Spark leaves non-daemon threads behind in client mode
   }
 

@@ -28,6 +28,9 @@ final class CountingStore {
   /** Sizes of each replacement, in order. */
   final List<Integer> replacementSizes = Collections.synchronizedList(new ArrayList<>());
 
+  /** When each replacement came ({@code System.nanoTime()}), in order. */
+  final List<Long> replacementNanos = Collections.synchronizedList(new ArrayList<>());
+
   /** Executor id -> every distinct state Spark derived, in order (e.g. PodPending, PodRunning). */
   final Map<Long, List<String>> states = new HashMap<>();
 
@@ -46,6 +49,7 @@ final class CountingStore {
                   updates.incrementAndGet();
                 } else if (method.getName().equals("replaceSnapshot")) {
                   replacements.incrementAndGet();
+                  replacementNanos.add(System.nanoTime());
                   replacementSizes.add(((scala.collection.Iterable<?>) args[0]).size());
                 }
                 try {

@@ -274,9 +274,10 @@ final class BenchmarkReport {
               bytes(spread(c, "bytes.perHour"))));
     }
     md.append(
-        "\nA native WATCH request ends every `watchTimeout` (10 s by default, two thirds of the stale bound) "
-            + "and resumes from its resourceVersion, served from the watch cache: that is how a quiet watch proves "
-            + "itself alive, so the lister never snapshots a silently dead cache.\n\n");
+        "\nA native WATCH request ends every `watchTimeout` (by default the lister's polling interval, 30 s, "
+            + "at least two thirds of the stale bound) and resumes from its resourceVersion, served from the watch "
+            + "cache: its clean end proves a quiet cache current, the lister takes each round's snapshot right after "
+            + "one, and so never snapshots a silently dead cache.\n\n");
 
     md.append(
         "**Time from `start` to Spark's store holding every executor pod** (ms, one start per "

@@ -115,8 +115,9 @@ public final class ContenderProcess {
     Contender c = Contender.create(contender, conf, client, store);
     c.start(BenchmarkPlan.STEADY_APP);
     awaitNanos("the steady-state pods in the store", store::allPodsNanos, SYNC_TIMEOUT);
-    // Past the first watch request (10 s), whose bytes the apiserver counts when it ends.
-    Thread.sleep(12_000);
+    // Past the first native watch request (its default length: the polling interval, at least
+    // 10 s), whose bytes the apiserver counts when it ends; the same wait for every contender.
+    Thread.sleep(Math.max(10_000, plan.pollingDuration().toMillis()) + 2_000);
     steadyWindow();
     latency(store);
     nativeCpuMillis += nativeCpuMillis();

@@ -23,7 +23,10 @@ import org.sparkk8snative.TestPlane;
  * holds its pods, waits for a line, prints its figures and stops every driver.
  */
 public final class FleetDrivers {
-  /** The native sources with long watches: what the 10 s proof of life costs, measured. */
+  /**
+   * The native sources with long watches: what the proof of life (a watch per lister round) costs,
+   * measured.
+   */
   static final String NATIVE_LONG_WATCH = "native-290s";
 
   private FleetDrivers() {}

@@ -56,7 +56,8 @@ record FleetPlan(
 
   /**
    * Whether a contender runs at a fleet size: the long-watch variant of native answers one question
-   * (what the 10 s proof of life costs at fleet scale), at the largest size only.
+   * (what the proof of life, a watch per lister round, costs at fleet scale), at the largest size
+   * only.
    */
   boolean measures(String contender, int size) {
     return !contender.equals(FleetDrivers.NATIVE_LONG_WATCH) || size == largest();

@@ -36,6 +36,11 @@ class NativeInformerContractTest {
     informer.stop();
     informer.stop();
     assertNull(informer.pollChanges(10, 10), "a stopped informer answers null");
+    long waitBegan = System.nanoTime();
+    String whyNot = informer.awaitListerReady(60_000);
+    assertTrue(whyNot != null && whyNot.contains("stopped"), whyNot);
+    assertTrue(
+        System.nanoTime() - waitBegan < 5_000_000_000L, "a stopped informer answers at once");
     assertEquals(InformerHealth.State.STOPPED, informer.health().state());
     informer.close();
     informer.close();
@@ -46,7 +51,8 @@ class NativeInformerContractTest {
             informer::stop,
             informer::health,
             () -> informer.pollChanges(1, 1),
-            () -> informer.listerSnapshot(0))) {
+            () -> informer.listerSnapshot(0),
+            () -> informer.awaitListerReady(1))) {
       IllegalStateException closed = assertThrows(IllegalStateException.class, call::run);
       assertTrue(closed.getMessage().contains("is closed"), closed.getMessage());
     }
@@ -207,6 +213,9 @@ class NativeInformerContractTest {
       assertThrows(IllegalArgumentException.class, () -> informer.pollChanges(0, 10));
       assertThrows(IllegalArgumentException.class, () -> informer.pollChanges(10, -1));
       assertThrows(IllegalArgumentException.class, () -> informer.listerSnapshot(-1));
+      IllegalArgumentException negativeWait =
+          assertThrows(IllegalArgumentException.class, () -> informer.awaitListerReady(-1));
+      assertTrue(negativeWait.getMessage().contains("waitMillis"), negativeWait.getMessage());
       informer.start();
       // Extreme but legal values are served, not crashed on.
       assertTrue(informer.pollChanges(Integer.MAX_VALUE, 1) != null);

@@ -20,6 +20,14 @@ import (
 //	POST /proxy/throttle?seconds=N        answer 429 to every proxied request for N seconds
 //	POST /proxy/normal                    end every proxy fault
 //	GET  /proxy/stats
+//
+// and on the HA plane (--ha, ha.go):
+//
+//	POST /ha/etcd?apiserver=a|b&link=cut|open  cut an apiserver from etcd (its watch cache freezes), or reconnect it
+//	POST /ha/route?to=a|b&existing=keep|hold|close  new connections of the load balancer go to that apiserver;
+//	                                      its open ones are kept, held silent or closed
+//	POST /ha/release                      close the connections a route left held
+//	GET  /ha/stats
 func (pl *plane) serveControl() (string, error) {
 	mux := http.NewServeMux()
 	seconds := func(r *http.Request, key string) time.Duration {
@@ -79,10 +87,42 @@ func (pl *plane) serveControl() (string, error) {
 	mux.HandleFunc("GET /proxy/stats", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, pl.proxy.stats(), nil)
 	})
+	if pl.ha != nil {
+		pl.serveHAControl(mux, reply)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
 	go func() { _ = http.Serve(ln, mux) }()
 	return fmt.Sprintf("http://%s", ln.Addr()), nil
+}
+
+func (pl *plane) serveHAControl(mux *http.ServeMux, reply func(http.ResponseWriter, any, error)) {
+	mux.HandleFunc("POST /ha/etcd", func(w http.ResponseWriter, r *http.Request) {
+		link, err := pl.ha.link(r.URL.Query().Get("apiserver"))
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		switch state := r.URL.Query().Get("link"); state {
+		case "cut":
+			reply(w, map[string]any{"closed": link.cut()}, nil)
+		case "open":
+			link.restore()
+			reply(w, map[string]any{"ok": true}, nil)
+		default:
+			reply(w, nil, fmt.Errorf("link=cut or link=open, not %q", state))
+		}
+	})
+	mux.HandleFunc("POST /ha/route", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		reply(w, map[string]any{"ok": true}, pl.ha.lb.route(q.Get("to"), q.Get("existing")))
+	})
+	mux.HandleFunc("POST /ha/release", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, map[string]any{"closed": pl.ha.lb.releaseHeld()}, nil)
+	})
+	mux.HandleFunc("GET /ha/stats", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, pl.ha.stats(), nil)
+	})
 }

@@ -4,10 +4,11 @@
 // service-account controllers), a fault-injecting proxy and a control endpoint.
 // With --node, the sealed cluster: the same plane plus kube-scheduler, a node
 // whose pods are processes, kube-proxy and CoreDNS, all inside one network
-// namespace with no route out of the machine (sealed.go, node.go).
+// namespace with no route out of the machine (sealed.go, node.go). With --ha, a
+// second kube-apiserver on the same etcd behind a load balancer (ha.go).
 //
 //	localplane run   --dir DIR [--bin BINDIR] [--watch-cache=true] [--min-request-timeout=1800] [--apiserver-arg=FLAG]...
-//	                 [--exit-with-parent] [--remove-dir-on-exit] [--node --images FILE]
+//	                 [--exit-with-parent] [--remove-dir-on-exit] [--node --images FILE] [--ha]
 //	localplane start --dir DIR [same flags]   # run in the background; returns once ready
 //	localplane stop  --dir DIR                # stop it and remove DIR
 //	localplane ctl   --dir DIR METHOD PATH    # call the control endpoint, e.g. POST /etcd/compact
@@ -51,6 +52,7 @@ func main() {
 	timeout := fs.Duration("timeout", 180*time.Second, "start: how long to wait for readiness")
 	node := fs.Bool("node", false, "the sealed cluster: a node whose pods are processes, in a network namespace of its own")
 	images := fs.String("images", "", "with --node: the node agent's image table (JSON, see tests/localnode/agent)")
+	ha := fs.Bool("ha", false, "a second kube-apiserver on the same etcd, each on a link to etcd that can be cut, behind a load balancer")
 	prefix := fs.String("prefix", "", "leftovers: the run prefix (LOCALPLANE_RUN_PREFIX)")
 	netnsInode := fs.Uint64("netns-inode", 0, "leftovers: the node namespace's inode (LOCALPLANE_NETNS_INODE)")
 	_ = fs.Parse(args)
@@ -60,7 +62,7 @@ func main() {
 	abs, err := filepath.Abs(*dir)
 	must(err)
 	opts := planeOptions{dir: abs, binDir: *binDir, watchCache: *watchCache, minRequestTimeout: *minRequestTimeout,
-		extraAPIServerArgs: apiserverArgs, node: *node, images: *images}
+		extraAPIServerArgs: apiserverArgs, node: *node, images: *images, ha: *ha}
 	if *node && *images == "" && (cmd == "run" || cmd == "start") {
 		fmt.Fprintln(os.Stderr, "--node needs --images FILE: the image table that maps image names to local commands")
 		os.Exit(2)

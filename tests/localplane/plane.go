@@ -36,6 +36,8 @@ type planeOptions struct {
 	// node: the sealed cluster (node.go, sealed.go); images: the node agent's image table.
 	node   bool
 	images string
+	// ha: a second apiserver on the same etcd and a load balancer in front of both (ha.go).
+	ha bool
 }
 
 type plane struct {
@@ -50,6 +52,7 @@ type plane struct {
 	adminToken string
 	httpClient *http.Client
 	node       *nodeComponents // nil on the loopback plane
+	ha         *haParts        // nil unless --ha
 }
 
 func (pl *plane) path(name string) string { return filepath.Join(pl.opts.dir, name) }
@@ -92,6 +95,14 @@ func runPlane(opts planeOptions) (*plane, error) {
 		return pl, err
 	}
 	progress("etcd ready at %s", pl.etcd.endpoint)
+	etcdURL := pl.etcd.endpoint
+	if opts.ha {
+		pl.ha = &haParts{}
+		if pl.ha.etcdLinks, err = startEtcdLinks(pl.etcd.endpoint); err != nil {
+			return pl, err
+		}
+		etcdURL = "http://" + pl.ha.etcdLinks["a"].addr()
+	}
 
 	port := freePort()
 	pl.apiURL = fmt.Sprintf("https://127.0.0.1:%d", port)
@@ -101,7 +112,7 @@ func runPlane(opts planeOptions) (*plane, error) {
 	}
 	pl.apiserver = &childProcess{
 		name: "kube-apiserver", path: filepath.Join(opts.binDir, "kube-apiserver"),
-		args: pl.apiserverArgs(port), logPath: pl.path("kube-apiserver.log"),
+		args: pl.apiserverArgs(port, etcdURL, ""), logPath: pl.path("kube-apiserver.log"),
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(mustRead(pl.path("ca.crt")))
@@ -110,6 +121,11 @@ func runPlane(opts planeOptions) (*plane, error) {
 		return pl, err
 	}
 	progress("kube-apiserver ready at %s", pl.apiURL)
+	if opts.ha {
+		if err := pl.startSecondAPIServer(); err != nil {
+			return pl, err
+		}
+	}
 	if err := pl.bootstrap(); err != nil {
 		return pl, err
 	}
@@ -164,7 +180,9 @@ func runPlane(opts planeOptions) (*plane, error) {
 	return pl, nil
 }
 
-func (pl *plane) apiserverArgs(port int) []string {
+// apiserverArgs are the flags of an apiserver on etcdURL; suffix names its own
+// files (the second apiserver of the HA plane: "-b").
+func (pl *plane) apiserverArgs(port int, etcdURL, suffix string) []string {
 	bind, advertise := "127.0.0.1", "127.0.0.1"
 	if pl.opts.node {
 		// Pods reach the apiserver at the node IP (through the kubernetes
@@ -172,11 +190,11 @@ func (pl *plane) apiserverArgs(port int) []string {
 		bind, advertise = "0.0.0.0", nodeIP
 	}
 	args := []string{
-		"--etcd-servers=" + pl.etcd.endpoint,
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=" + bind, "--advertise-address=" + advertise,
 		"--kubelet-preferred-address-types=InternalIP",
 		fmt.Sprintf("--secure-port=%d", port),
-		"--cert-dir=" + pl.path("apiserver-certs"),
+		"--cert-dir=" + pl.path("apiserver-certs"+suffix),
 		"--tls-cert-file=" + pl.path("apiserver.crt"),
 		"--tls-private-key-file=" + pl.path("apiserver.key"),
 		"--client-ca-file=" + pl.path("ca.crt"),
@@ -189,7 +207,7 @@ func (pl *plane) apiserverArgs(port int) []string {
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--audit-policy-file=" + pl.path("audit-policy.yaml"),
-		"--audit-log-path=" + pl.path("audit.log"),
+		"--audit-log-path=" + pl.path("audit"+suffix+".log"),
 		fmt.Sprintf("--min-request-timeout=%d", pl.opts.minRequestTimeout),
 		"-v=1",
 	}
@@ -200,20 +218,45 @@ func (pl *plane) apiserverArgs(port int) []string {
 }
 
 func (pl *plane) startAPIServer() error {
-	if err := pl.apiserver.start(); err != nil {
+	return pl.startAndAwait(pl.apiserver, pl.apiURL)
+}
+
+// startSecondAPIServer starts the HA plane's apiserver b on its own link to etcd,
+// and the load balancer in front of both (new connections go to a).
+func (pl *plane) startSecondAPIServer() error {
+	port := freePort()
+	pl.ha.urlB = fmt.Sprintf("https://127.0.0.1:%d", port)
+	etcdURL := "http://" + pl.ha.etcdLinks["b"].addr()
+	pl.ha.apiserverB = &childProcess{
+		name: "kube-apiserver b", path: filepath.Join(pl.opts.binDir, "kube-apiserver"),
+		args: pl.apiserverArgs(port, etcdURL, "-b"), logPath: pl.path("kube-apiserver-b.log"),
+	}
+	if err := pl.startAndAwait(pl.ha.apiserverB, pl.ha.urlB); err != nil {
+		return err
+	}
+	progress("kube-apiserver b ready at %s", pl.ha.urlB)
+	var err error
+	backends := map[string]string{"a": strings.TrimPrefix(pl.apiURL, "https://"), "b": strings.TrimPrefix(pl.ha.urlB, "https://")}
+	pl.ha.lb, err = startForwarder("load balancer", backends, "a")
+	return err
+}
+
+// startAndAwait starts an apiserver and waits for its /readyz at url.
+func (pl *plane) startAndAwait(apiserver *childProcess, url string) error {
+	if err := apiserver.start(); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(120 * time.Second)
 	for time.Now().Before(deadline) {
-		if !pl.apiserver.running() {
-			return fmt.Errorf("kube-apiserver exited; see %s", pl.path("kube-apiserver.log"))
+		if !apiserver.running() {
+			return fmt.Errorf("%s exited; see %s", apiserver.name, apiserver.logPath)
 		}
-		if status, _, err := pl.request("GET", "/readyz", nil); err == nil && status == 200 {
+		if status, _, err := pl.requestTo(url, "GET", "/readyz", nil); err == nil && status == 200 {
 			return nil
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("kube-apiserver not ready after 120s; see %s", pl.path("kube-apiserver.log"))
+	return fmt.Errorf("%s not ready after 120s; see %s", apiserver.name, apiserver.logPath)
 }
 
 // waitFor polls GET path as admin until it answers 200.
@@ -236,6 +279,11 @@ func (pl *plane) restartAPIServer(down time.Duration) error {
 
 // request calls the apiserver as admin.
 func (pl *plane) request(method, path string, body any) (int, []byte, error) {
+	return pl.requestTo(pl.apiURL, method, path, body)
+}
+
+// requestTo calls the apiserver at url as admin.
+func (pl *plane) requestTo(url, method, path string, body any) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -244,7 +292,7 @@ func (pl *plane) request(method, path string, body any) (int, []byte, error) {
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, pl.apiURL+path, rd)
+	req, err := http.NewRequest(method, url+path, rd)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -346,6 +394,10 @@ func (pl *plane) writeEnv() {
 		{"LOCALPLANE_AUDIT_LOG", pl.path("audit.log")},
 		{"LOCALPLANE_BIN_DIR", pl.opts.binDir},
 	}
+	if pl.ha != nil {
+		vars = append(vars, [2]string{"LOCALPLANE_APISERVER_B", pl.ha.urlB},
+			[2]string{"LOCALPLANE_LOAD_BALANCER", "https://" + pl.ha.lb.addr()})
+	}
 	if pl.node != nil {
 		// stop signals the supervisor, which outlives the plane to clean up.
 		vars[1][1] = pl.node.supervisorPID
@@ -372,6 +424,12 @@ func (pl *plane) shutdown() {
 	}
 	if pl.apiserver != nil {
 		pl.apiserver.stop(2 * time.Second)
+	}
+	if pl.ha != nil {
+		if pl.ha.apiserverB != nil {
+			pl.ha.apiserverB.stop(2 * time.Second)
+		}
+		pl.ha.close()
 	}
 	if pl.etcd != nil {
 		pl.etcd.close()

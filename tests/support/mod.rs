@@ -28,12 +28,40 @@ pub struct PlaneOptions {
     pub min_request_timeout_secs: u32,
     /// Extra kube-apiserver flags, e.g. `--feature-gates=WatchList=false`.
     pub apiserver_args: Vec<String>,
+    /// A highly available plane: a second apiserver on the same etcd, each on a link to etcd
+    /// that can be cut, behind a load balancer ([`Route::LoadBalancer`]).
+    pub ha: bool,
 }
 
 impl Default for PlaneOptions {
     fn default() -> Self {
-        Self { watch_cache: true, min_request_timeout_secs: 1800, apiserver_args: Vec::new() }
+        Self { watch_cache: true, min_request_timeout_secs: 1800, apiserver_args: Vec::new(), ha: false }
     }
+}
+
+/// One of the HA plane's two apiservers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Apiserver {
+    A,
+    B,
+}
+
+impl Apiserver {
+    fn name(self) -> &'static str {
+        match self {
+            Apiserver::A => "a",
+            Apiserver::B => "b",
+        }
+    }
+}
+
+/// What the HA plane's load balancer does with its open connections when it moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Existing {
+    /// Left open and silent, as a balancer whose backend went away may leave them.
+    Hold,
+    /// Closed.
+    Close,
 }
 
 /// Who a client authenticates as.
@@ -55,6 +83,8 @@ pub enum Route {
     Direct,
     /// Through the fault-injecting proxy (token identities only: it terminates TLS).
     Proxy,
+    /// Through the HA plane's TCP load balancer (to apiserver a unless moved).
+    LoadBalancer,
 }
 
 /// A running plane: etcd, kube-apiserver, kube-controller-manager, fault proxy.
@@ -93,6 +123,7 @@ impl LocalPlane {
             .arg(format!("--watch-cache={}", options.watch_cache))
             .arg(format!("--min-request-timeout={}", options.min_request_timeout_secs))
             .args(options.apiserver_args.iter().map(|a| format!("--apiserver-arg={a}")))
+            .args(options.ha.then_some("--ha"))
             .args(["--exit-with-parent", "--remove-dir-on-exit"])
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
@@ -130,12 +161,25 @@ impl LocalPlane {
         self.var("LOCALPLANE_NAMESPACE")
     }
 
-    /// A kube client configuration for `identity` over `route`.
-    pub fn config(&self, identity: Identity, route: Route) -> kube::Config {
-        let url = match route {
+    fn url(&self, route: Route) -> &str {
+        match route {
             Route::Direct => self.apiserver_url(),
             Route::Proxy => self.proxy_url(),
-        };
+            Route::LoadBalancer => self.var("LOCALPLANE_LOAD_BALANCER"),
+        }
+    }
+
+    /// The URL of one of the HA plane's apiservers, reached directly.
+    pub fn apiserver(&self, which: Apiserver) -> &str {
+        match which {
+            Apiserver::A => self.apiserver_url(),
+            Apiserver::B => self.var("LOCALPLANE_APISERVER_B"),
+        }
+    }
+
+    /// A kube client configuration for `identity` over `route`.
+    pub fn config(&self, identity: Identity, route: Route) -> kube::Config {
+        let url = self.url(route);
         let mut config = kube::Config::new(url.parse().unwrap());
         config.default_namespace = self.namespace().to_string();
         config.root_cert_file = Some(self.var("LOCALPLANE_CA_FILE").into());
@@ -165,10 +209,7 @@ impl LocalPlane {
     /// The Spark configuration a driver would have for this plane: master,
     /// namespace, CA and the identity's credentials (client mode keys).
     pub fn spark_conf(&self, identity: Identity, route: Route) -> HashMap<String, String> {
-        let url = match route {
-            Route::Direct => self.apiserver_url(),
-            Route::Proxy => self.proxy_url(),
-        };
+        let url = self.url(route);
         let auth = |name: &str| format!("spark.kubernetes.authenticate.{name}");
         let mut conf = HashMap::from([
             ("spark.master".to_string(), format!("k8s://{url}")),
@@ -250,6 +291,33 @@ impl LocalPlane {
     /// does (0: unlimited); unlike faults it outlives [`Self::proxy_normal`].
     pub fn proxy_bandwidth(&self, bytes_per_second: u64) {
         self.control("POST", &format!("/proxy/bandwidth?bytesPerSecond={bytes_per_second}"));
+    }
+
+    /// Cuts an HA plane's apiserver from etcd (its watch cache freezes; consistent reads hang).
+    pub fn cut_from_etcd(&self, which: Apiserver) {
+        self.control("POST", &format!("/ha/etcd?apiserver={}&link=cut", which.name()));
+    }
+
+    pub fn reconnect_to_etcd(&self, which: Apiserver) {
+        self.control("POST", &format!("/ha/etcd?apiserver={}&link=open", which.name()));
+    }
+
+    /// Moves the HA plane's load balancer: new connections go to `to`, open ones are held or closed.
+    pub fn route_to(&self, to: Apiserver, existing: Existing) {
+        let existing = match existing {
+            Existing::Hold => "hold",
+            Existing::Close => "close",
+        };
+        self.control("POST", &format!("/ha/route?to={}&existing={existing}", to.name()));
+    }
+
+    /// Closes the connections the load balancer holds.
+    pub fn release_held(&self) {
+        self.control("POST", "/ha/release");
+    }
+
+    pub fn ha_stats(&self) -> serde_json::Value {
+        self.control("GET", "/ha/stats")
     }
 
     /// The proxy's counters: requests, throttled (429s served), cuts, ...

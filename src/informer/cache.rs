@@ -82,6 +82,11 @@ impl ExecutorPodCache {
         changes
     }
 
+    /// The list in progress is dropped (rejected as older than the cache): the cache stays as it was.
+    pub fn abandon_list(&mut self) {
+        self.listing = None;
+    }
+
     /// A watch event added or modified a pod. `None` if the cache already
     /// holds exactly this version (a replayed event).
     pub fn apply(&mut self, pod: Pod) -> Option<PodChange> {

@@ -20,6 +20,15 @@
 //!   when the last one is older but the watch is within its silence bound, the lister waits for
 //!   the next renewal and snapshots right after it ([`NotReady::AwaitingProof`]). Watches may so
 //!   be as long as a lister round, renewing once per round;
+//! - every proof comes from a *fresh* watch: one that has shown a resourceVersion at least as new
+//!   as the cache's (an event or a bookmark; see `listwatch.rs` for why a healthy apiserver always
+//!   sends one before the watch's timeout). On a highly available control plane a watch may be
+//!   served by a lagging apiserver whose watch cache is older than ours: it accepts the watch and
+//!   sends nothing, and its clean end proves nothing. Such an end is a failure (health Degraded)
+//!   until a fresh watch follows;
+//! - never back in time: a list whose resourceVersion is older than the newest the cache has
+//!   applied is rejected (the cache stays, the informer lists again after a backoff), and relists
+//!   ask for a state not older than the cache (client-go's rules; [`InformerMachine::list_request`]);
 //! - a silence longer than the silence bound (a watch's length plus a margin: a black hole, a
 //!   long outage) ends the watch: the informer relists, and serves nothing until that list
 //!   completes. A watch resumed after such a spell would replay what it missed in a burst whose
@@ -35,6 +44,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::cache::ExecutorPodCache;
 use super::health::{NotReady, SyncState};
+use super::listwatch::{ListFrom, ListMethod, ListRequest};
 use crate::pod::{CachedPod, PodChange};
 use crate::settings::{self, InitialList};
 
@@ -84,26 +94,39 @@ pub enum Input {
     ListBegan,
     /// A pod of the list in progress (`Event::InitApply`).
     Listed(Pod),
-    /// The list is complete (`Event::InitDone`).
-    ListDone,
-    /// The watch added or modified a pod (`Event::Apply`).
+    /// The list is complete: the apiserver's state as of `resource_version`.
+    ListDone {
+        resource_version: String,
+    },
+    /// A watch request was answered (each renewal is one).
+    WatchBegan,
+    /// The watch added or modified a pod.
     Applied(Pod),
-    /// The watch deleted a pod, or it left the label selector (`Event::Delete`).
+    /// The watch deleted a pod, or it left the label selector.
     Deleted(Pod),
-    /// A request or the watch failed; kube's watcher backs off and retries.
+    /// The apiserver's watch cache reached this resourceVersion.
+    Bookmark {
+        resource_version: String,
+    },
+    /// The watch response ended; `proves` is the last clean end of a WATCH response at its
+    /// timeout (`ApiActivity::last_watch_end`), if any.
+    WatchEnded {
+        proves: Option<Instant>,
+    },
+    /// A request or the watch failed; the informer backs off and retries.
     Failed {
         error: String,
         /// The apiserver's status code, if it sent one.
         status: Option<u16>,
+        /// "Too large resource version": the apiserver's cache is older than what was asked.
+        lagging: bool,
         /// The last byte of a successful response before the latest WATCH request was sent:
         /// how current the cache is if that watch could not resume.
         success_before_watch: Option<Instant>,
     },
-    /// The periodic check (deadlines, silence); `wire` is the last byte of a successful response,
-    /// `watch_end` the last clean end of a WATCH response.
+    /// The periodic check (deadlines, silence); `wire` is the last byte of a successful response.
     Tick {
         wire: Option<Instant>,
-        watch_end: Option<Instant>,
     },
     Stop,
 }
@@ -115,7 +138,7 @@ pub enum Effect {
     Deliver(Vec<PodChange>),
     /// A list completed: the whole set of pods, for subscribers that reconcile (Services).
     Listed(Vec<Arc<CachedPod>>),
-    /// Drop the watcher and start a new one, which lists first (with [`InformerMachine::strategy`]).
+    /// Drop the requests in flight and list again, as [`InformerMachine::list_request`] says.
     Relist,
 }
 
@@ -139,6 +162,8 @@ pub struct Bounds {
     pub silence_bound: Duration,
     /// How long a list may take before it is abandoned and retried.
     pub list_timeout: Duration,
+    /// Pods per page of a consistent list.
+    pub page_size: u32,
 }
 
 /// The state machine. See the module doc.
@@ -153,9 +178,14 @@ pub struct InformerMachine {
     list_began: Option<Instant>,
     /// When the last list completed.
     listed_at: Option<Instant>,
-    /// When a 410 ended the watch, until the relist that follows begins.
-    gone_at: Option<Instant>,
-    /// The last clean end of a WATCH response, as of the last tick.
+    /// The newest resourceVersion the cache holds everything up to (the last list's, then every
+    /// event's and bookmark's): no list older than it is applied.
+    resource_version: Option<String>,
+    /// The next list must be a consistent read: the last resourceVersion could not be resumed (410).
+    from_scratch: bool,
+    /// The watch request in progress, if one is.
+    watch: Option<CurrentWatch>,
+    /// The last clean end of a fresh WATCH response at its timeout.
     watch_end: Option<Instant>,
     /// The cache holds every change made before this instant (with `Watching`, also every
     /// change before the watch's latest byte; see [`Self::current_as_of`]).
@@ -163,6 +193,7 @@ pub struct InformerMachine {
     failures: Option<FailureRun>,
     errors: u64,
     relists: u64,
+    rejected_lists: u64,
     events_applied: u64,
     last_event: Option<SystemTime>,
     first_sync_logged: bool,
@@ -178,12 +209,15 @@ impl InformerMachine {
             strategy,
             list_began: None,
             listed_at: None,
-            gone_at: None,
+            resource_version: None,
+            from_scratch: false,
+            watch: None,
             watch_end: None,
             current_as_of: None,
             failures: None,
             errors: 0,
             relists: 0,
+            rejected_lists: 0,
             events_applied: 0,
             last_event: None,
             first_sync_logged: false,
@@ -202,25 +236,47 @@ impl InformerMachine {
                 let first_list_item = self.cache.list_item(pod);
                 first_list_item.map(|change| vec![Effect::Deliver(vec![change])]).unwrap_or_default()
             }
-            Input::ListDone => self.list_done(now),
+            Input::ListDone { resource_version } => self.list_done(resource_version, now),
+            Input::WatchBegan => {
+                // Without etcd revisions to compare, freshness cannot be judged: every watch counts.
+                let fresh_at = revision(self.resource_version.as_deref()).is_none().then_some(now);
+                self.watch = Some(CurrentWatch { began: now, fresh_at });
+                Vec::new()
+            }
             Input::Applied(pod) => {
+                if !self.watched_news(pod.metadata.resource_version.as_deref(), now) {
+                    return Vec::new();
+                }
                 let change = self.cache.apply(pod);
                 self.event_applied(now);
                 change.map(|c| vec![Effect::Deliver(vec![c])]).unwrap_or_default()
             }
             Input::Deleted(pod) => {
+                if !self.watched_news(pod.metadata.resource_version.as_deref(), now) {
+                    return Vec::new();
+                }
                 let change = self.cache.delete(pod);
                 self.event_applied(now);
                 vec![Effect::Deliver(vec![change])]
             }
-            Input::Failed { error, status, success_before_watch } => {
+            Input::Bookmark { resource_version } => {
+                self.watched_news(Some(&resource_version), now);
+                if self.watch.is_some_and(|w| w.fresh_at.is_some()) {
+                    self.failures = None;
+                }
+                Vec::new()
+            }
+            Input::WatchEnded { proves } => self.watch_ended(proves, now),
+            Input::Failed { error, status, lagging, success_before_watch } => {
+                let error = if lagging {
+                    format!("{error}: this apiserver's watch cache is older than ours (a lagging apiserver)")
+                } else {
+                    error
+                };
                 self.failed(error, now);
-                self.after_failure(status, success_before_watch, now)
+                self.after_failure(status, success_before_watch)
             }
-            Input::Tick { wire, watch_end } => {
-                self.watch_end = self.watch_end.max(watch_end);
-                self.tick(wire, now)
-            }
+            Input::Tick { wire } => self.tick(wire, now),
             Input::Stop => {
                 self.phase = Phase::Stopped;
                 Vec::new()
@@ -234,28 +290,36 @@ impl InformerMachine {
             // server (or something between) does not carry streaming lists through.
             return self.fall_back_from_streaming("the stream ended before the initial events did");
         }
-        match self.phase {
-            Phase::Watching { .. } => {
-                // kube's watcher relists on its own after a 410 in the watch stream; that
-                // 410 came first as `Failed`, so this is a relist we did not see coming.
-                self.phase = Phase::Relisting { cause: RelistCause::Gone };
-                self.relists += 1;
-            }
-            Phase::InitialList { .. } | Phase::Relisting { .. } | Phase::Stopped => {}
-        }
         if matches!(self.phase, Phase::Relisting { .. }) {
             tracing::info!("relisting executor pods ({})", self.phase.name());
         } else {
             tracing::debug!("listing executor pods ({:?} initial list)", self.strategy);
         }
         self.list_began = Some(now);
-        self.gone_at = None;
+        self.watch = None;
         self.cache.begin_list();
         Vec::new()
     }
 
-    fn list_done(&mut self, now: Instant) -> Vec<Effect> {
+    fn list_done(&mut self, resource_version: String, now: Instant) -> Vec<Effect> {
         let began = self.list_began.take().unwrap_or(now);
+        if let Some(ours) = self.older_than_ours(&resource_version) {
+            // A lagging apiserver's watch cache (or a list that asked for any state): applying it
+            // would make up the deletion of every pod it lacks. The old cache stays as current as
+            // it was; the informer lists again (not older than ours) after a backoff.
+            self.cache.abandon_list();
+            self.rejected_lists += 1;
+            self.failed(
+                format!(
+                    "the apiserver answered a list at resourceVersion {resource_version}, older than the cache's \
+                     {ours} (a lagging apiserver's watch cache); rejected, listing again"
+                ),
+                now,
+            );
+            return vec![Effect::Relist];
+        }
+        self.resource_version = Some(resource_version);
+        self.from_scratch = false;
         let changes = self.cache.complete_list();
         let pods = self.cache.snapshot();
         // The list holds the apiserver's state as of its resourceVersion; the watch that
@@ -264,6 +328,9 @@ impl InformerMachine {
         self.listed_at = Some(now);
         self.failures = None;
         self.phase = Phase::Watching { since: now };
+        // A streaming list's stream goes on as the watch, fresh by the list it just ended; after
+        // a list of pages, the watch request that follows begins a watch of its own.
+        self.watch = Some(CurrentWatch { began: now, fresh_at: Some(now) });
         if !self.first_sync_logged {
             self.first_sync_logged = true;
             tracing::info!(
@@ -285,6 +352,61 @@ impl InformerMachine {
         }
         effects.push(Effect::Listed(pods));
         effects
+    }
+
+    /// Takes in what a watch item shows of the apiserver's resourceVersion; false if the item is
+    /// a replay of what the cache already holds (the one revision a watch resumes before).
+    fn watched_news(&mut self, resource_version: Option<&str>, now: Instant) -> bool {
+        let (Some(item), Some(ours)) = (revision(resource_version), revision(self.resource_version.as_deref())) else {
+            if let Some(rv) = resource_version.filter(|rv| !rv.is_empty()) {
+                self.resource_version = Some(rv.to_string());
+            }
+            return true;
+        };
+        if item < ours {
+            // Older than the cache: only a bookmark of a lagging apiserver could be.
+            return false;
+        }
+        if let Some(watch) = self.watch.as_mut().filter(|w| w.fresh_at.is_none()) {
+            watch.fresh_at = Some(now);
+        }
+        if item == ours {
+            return false;
+        }
+        self.resource_version = resource_version.map(str::to_string);
+        true
+    }
+
+    /// The cache's resourceVersion, if `listed` is older than it.
+    fn older_than_ours(&self, listed: &str) -> Option<String> {
+        let ours = self.resource_version.as_deref();
+        (revision(Some(listed))? < revision(ours)?).then(|| ours.unwrap_or_default().to_string())
+    }
+
+    /// A watch response ended. A fresh one that ended cleanly at its timeout proves the cache
+    /// current as of `proves`; one that ended so without having shown anything as new as the
+    /// cache came from an apiserver whose watch cache is older than ours.
+    fn watch_ended(&mut self, proves: Option<Instant>, now: Instant) -> Vec<Effect> {
+        let Some(watch) = self.watch.take() else {
+            return Vec::new();
+        };
+        let clean_end = proves.filter(|at| *at > watch.began);
+        match (watch.fresh_at, clean_end) {
+            (Some(_), Some(at)) => self.watch_end = self.watch_end.max(Some(at)),
+            (None, Some(_)) => {
+                let ours = self.resource_version.clone().unwrap_or_default();
+                self.failed(
+                    format!(
+                        "the apiserver ended a watch without a bookmark or event at resourceVersion {ours} or newer \
+                         (the cache's): its watch cache is older than ours (a lagging apiserver); the watch proves \
+                         nothing until one does"
+                    ),
+                    now,
+                );
+            }
+            (_, None) => {}
+        }
+        Vec::new()
     }
 
     fn event_applied(&mut self, now: Instant) {
@@ -309,28 +431,25 @@ impl InformerMachine {
         });
     }
 
-    fn after_failure(
-        &mut self,
-        status: Option<u16>,
-        success_before_watch: Option<Instant>,
-        now: Instant,
-    ) -> Vec<Effect> {
+    fn after_failure(&mut self, status: Option<u16>, success_before_watch: Option<Instant>) -> Vec<Effect> {
         let unsupported = matches!(status, Some(400 | 422 | 501));
         match self.phase {
             Phase::InitialList { strategy: InitialList::Auto } if unsupported => {
                 self.fall_back_from_streaming("the apiserver refused it")
             }
-            Phase::Watching { .. } if status == Some(410) => {
-                // The watch could not resume: the cache is as current as it was before that
-                // watch was sent. The answer that said 410 proves the apiserver alive, not the
-                // cache current. kube's watcher relists next, after its backoff (as client-go's
-                // reflector does); should no list begin within the stale bound (a 410 answered to
-                // the request itself keeps kube retrying the same version), the tick relists.
-                self.current_as_of = success_before_watch.or(self.current_as_of);
-                self.phase = Phase::Relisting { cause: RelistCause::Gone };
-                self.relists += 1;
-                self.gone_at = Some(now);
-                Vec::new()
+            _ if status == Some(410) => {
+                // The resourceVersion cannot be resumed (or listed from): the next list is a
+                // consistent read, as client-go's reflector does after 410 Gone. A watch that could
+                // not resume leaves the cache as current as it was before that watch was sent; the
+                // answer that said 410 proves the apiserver alive, not the cache current.
+                self.from_scratch = true;
+                if let Phase::Watching { .. } = self.phase {
+                    self.current_as_of = success_before_watch.or(self.current_as_of);
+                    self.phase = Phase::Relisting { cause: RelistCause::Gone };
+                    self.relists += 1;
+                }
+                self.watch = None;
+                vec![Effect::Relist]
             }
             _ => Vec::new(),
         }
@@ -339,9 +458,15 @@ impl InformerMachine {
     fn tick(&mut self, wire: Option<Instant>, now: Instant) -> Vec<Effect> {
         // A sign of life after the last failure ends the run of failures; after a stale
         // spell only the relist's completion does (its bytes say nothing of the old cache).
+        // While watching, only bytes of a fresh watch count: a watch resumed on a lagging apiserver
+        // answers too.
         if let (Some(run), Some(wire)) = (&self.failures, wire) {
-            let stale_relist = self.phase == Phase::Relisting { cause: RelistCause::StaleSpell };
-            if wire > run.last_at && !stale_relist {
+            let counts = match self.phase {
+                Phase::Watching { .. } => self.watch.and_then(|w| w.fresh_at).is_some_and(|fresh| wire >= fresh),
+                Phase::Relisting { cause: RelistCause::StaleSpell } => false,
+                Phase::InitialList { .. } | Phase::Relisting { .. } | Phase::Stopped => true,
+            };
+            if wire > run.last_at && counts {
                 self.failures = None;
             }
         }
@@ -359,14 +484,6 @@ impl InformerMachine {
                 }
                 return vec![Effect::Relist];
             }
-        }
-        if let Some(gone) = self.gone_at.filter(|at| now.saturating_duration_since(*at) > self.bounds.stale_bound) {
-            tracing::warn!(
-                "no list began {:.1}s after the watch could not resume (410 Gone); relisting",
-                now.saturating_duration_since(gone).as_secs_f64()
-            );
-            self.gone_at = None;
-            return vec![Effect::Relist];
         }
         let Phase::Watching { .. } = self.phase else {
             return Vec::new();
@@ -394,6 +511,7 @@ impl InformerMachine {
                 );
                 self.phase = Phase::Relisting { cause: RelistCause::StaleSpell };
                 self.relists += 1;
+                self.watch = None;
                 vec![Effect::Relist]
             }
         }
@@ -423,11 +541,13 @@ impl InformerMachine {
         let Phase::Watching { since } = self.phase else {
             return WatchAsOf::Current(known);
         };
-        let after = |at: Option<Instant>, known: Instant| at.filter(|t| *t >= since && *t > known);
-        if let Some(proven) = after(self.watch_end, known) {
+        let after = |at: Option<Instant>, since: Instant, known: Instant| at.filter(|t| *t >= since && *t > known);
+        if let Some(proven) = after(self.watch_end, since, known) {
             known = proven;
         }
-        match after(wire, known) {
+        // Bytes prove only on a watch that has shown it is served as new as the cache.
+        let fresh_since = self.watch.as_ref().and_then(|w| w.fresh_at);
+        match fresh_since.and_then(|fresh| after(wire, fresh.max(since), known)) {
             None => WatchAsOf::Current(known),
             Some(w) if w - known <= self.bounds.stale_bound => WatchAsOf::Current(w),
             // Held back, perhaps: not a proof until the watch ends cleanly.
@@ -509,6 +629,11 @@ impl InformerMachine {
         &self.phase
     }
 
+    /// In a run of failures (a relist that follows backs off).
+    pub fn is_failing(&self) -> bool {
+        self.failures.is_some()
+    }
+
     pub fn has_synced(&self) -> bool {
         self.listed_at.is_some()
     }
@@ -530,6 +655,36 @@ impl InformerMachine {
         self.relists
     }
 
+    /// Lists rejected because they were older than the cache.
+    pub fn rejected_lists(&self) -> u64 {
+        self.rejected_lists
+    }
+
+    /// The newest resourceVersion the cache holds everything up to.
+    pub fn resource_version(&self) -> Option<&str> {
+        self.resource_version.as_deref()
+    }
+
+    /// What the next list asks for: the first from any state the apiserver holds (or, with
+    /// `consistent`, a consistent read); every relist a state not older than the cache, so that a
+    /// lagging apiserver answers "Too large resource version" instead of the past; after 410 Gone
+    /// a consistent read (client-go's reflector: `relistResourceVersion`).
+    pub fn list_request(&self) -> ListRequest {
+        let method = match self.strategy {
+            InitialList::Auto | InitialList::Streaming => ListMethod::Streaming,
+            InitialList::WatchCache => ListMethod::Whole,
+            InitialList::Consistent => ListMethod::Paged(self.bounds.page_size),
+        };
+        let from = match (&self.resource_version, self.strategy) {
+            // Consistent reads are never older than anything the cache has seen.
+            (_, InitialList::Consistent) => ListFrom::MostRecent,
+            _ if self.from_scratch => ListFrom::MostRecent,
+            (None, _) => ListFrom::Any,
+            (Some(rv), _) => ListFrom::NotOlderThan(rv.clone()),
+        };
+        ListRequest { method, from }
+    }
+
     pub fn events_applied(&self) -> u64 {
         self.events_applied
     }
@@ -537,6 +692,21 @@ impl InformerMachine {
     pub fn last_event(&self) -> Option<SystemTime> {
         self.last_event
     }
+}
+
+/// The watch request in progress.
+#[derive(Debug, Clone, Copy)]
+struct CurrentWatch {
+    began: Instant,
+    /// When it first showed a resourceVersion at least as new as the cache's: from then on its
+    /// bytes and its clean end prove the cache current.
+    fresh_at: Option<Instant>,
+}
+
+/// A resourceVersion as an etcd revision, to compare: resourceVersions are opaque to clients in
+/// general, but every kube-apiserver's are etcd revisions, and its watch cache compares them so.
+fn revision(resource_version: Option<&str>) -> Option<u64> {
+    resource_version?.parse().ok()
 }
 
 enum WatchAsOf {

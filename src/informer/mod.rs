@@ -16,6 +16,7 @@ pub mod activity;
 pub mod cache;
 pub mod changes;
 pub mod health;
+pub mod listwatch;
 pub mod machine;
 
 use std::sync::Arc;
@@ -23,7 +24,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::utils::Backoff;
+use kube::runtime::watcher::DefaultBackoff;
 use kube::runtime::WatchStreamExt;
 use kube::Api;
 use parking_lot::{Condvar, Mutex};
@@ -36,6 +38,7 @@ use crate::settings::{self, InformerSettings, InitialList, Settings};
 use activity::{ActivityLayer, ApiActivity};
 use changes::{PodChangeQueue, QueueClosed};
 use health::{NotReady, SyncState};
+use listwatch::{Failure, Item, Selector};
 use machine::{Bounds, Effect, InformerMachine, Input};
 
 /// How long `stop` waits for the informer task before aborting it.
@@ -75,6 +78,10 @@ pub struct HealthReport {
     pub lists: u64,
     /// Relists after the first: each follows a 410 Gone, a stale spell or a failed list.
     pub relists: u64,
+    /// Lists rejected as older than the cache (a lagging apiserver's).
+    pub rejected_lists: u64,
+    /// The newest resourceVersion the cache holds everything up to.
+    pub resource_version: Option<String>,
     /// WATCH requests sent: the first and every reconnect.
     pub watch_connects: u64,
     pub events_applied: u64,
@@ -100,11 +107,14 @@ impl HealthReport {
             other => other.name().to_string(),
         };
         format!(
-            "{state} ({}); {} pods cached; {} events, {} relists, {} errors, {} LIST and {} WATCH requests",
+            "{state} ({}); {} pods cached at resourceVersion {}; {} events, {} relists, {} lists rejected as older \
+             than the cache, {} errors, {} LIST and {} WATCH requests",
             self.phase,
             self.cache_size,
+            self.resource_version.as_deref().unwrap_or("none"),
             self.events_applied,
             self.relists,
+            self.rejected_lists,
             self.errors,
             self.lists,
             self.watch_connects
@@ -183,6 +193,7 @@ impl ExecutorPodInformer {
             stale_bound: settings.stale_bound,
             silence_bound: settings.silence_bound(),
             list_timeout: settings.initial_list_timeout,
+            page_size: settings.page_size,
         };
         let machine = InformerMachine::new(settings.initial_list, bounds, Instant::now());
         Self {
@@ -267,6 +278,8 @@ impl ExecutorPodInformer {
             phase: machine.phase().name(),
             lists: shared.activity.lists(),
             relists: machine.relists(),
+            rejected_lists: machine.rejected_lists(),
+            resource_version: machine.resource_version().map(str::to_string),
             watch_connects: shared.activity.watches(),
             events_applied: machine.events_applied(),
             errors: machine.errors(),
@@ -322,65 +335,36 @@ fn to_system_time(at: Instant) -> SystemTime {
     SystemTime::now() - Instant::now().saturating_duration_since(at)
 }
 
-/// The kube watcher configuration for an initial-list strategy.
-fn watcher_config(settings: &InformerSettings, selector: &str, strategy: InitialList) -> watcher::Config {
-    let config = watcher::Config::default().labels(selector).timeout(settings.watch_timeout.as_secs() as u32);
-    match strategy {
-        InitialList::Auto | InitialList::Streaming => config.streaming_lists(),
-        // The watch cache serves resourceVersion=0 and ignores limits; kube drops
-        // resourceVersion=0 when a page size is set, so set none.
-        InitialList::WatchCache => watcher::Config { page_size: None, ..config.any_semantic() },
-        InitialList::Consistent => config.page_size(settings.page_size),
-    }
-}
-
-/// The apiserver's status code of a watch error, in the response or in the stream.
-fn status_code(error: &watcher::Error) -> Option<u16> {
-    match error {
-        watcher::Error::WatchStartFailed(kube::Error::Api(s))
-        | watcher::Error::WatchFailed(kube::Error::Api(s))
-        | watcher::Error::InitialListFailed(kube::Error::Api(s)) => Some(s.code),
-        watcher::Error::WatchError(s) => Some(s.code),
-        _ => None,
-    }
-}
-
-/// The error and its causes, on one line.
-fn describe(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-/// What one of kube's watcher items means to the state machine.
-fn input_of(item: watcher::Result<Event<Pod>>, activity: &ApiActivity) -> Input {
+/// What one item of the list/watch means to the state machine.
+fn input_of(item: Result<Item, Failure>, activity: &ApiActivity) -> Input {
     match item {
-        Ok(Event::Init) => Input::ListBegan,
-        Ok(Event::InitApply(pod)) => Input::Listed(pod),
-        Ok(Event::InitDone) => Input::ListDone,
-        Ok(Event::Apply(pod)) => Input::Applied(pod),
-        Ok(Event::Delete(pod)) => Input::Deleted(pod),
-        Err(error) => Input::Failed {
-            status: status_code(&error),
-            error: describe(&error),
+        Ok(Item::ListBegan) => Input::ListBegan,
+        Ok(Item::Listed(pod)) => Input::Listed(pod),
+        Ok(Item::ListDone { resource_version }) => Input::ListDone { resource_version },
+        Ok(Item::WatchBegan) => Input::WatchBegan,
+        Ok(Item::Applied(pod)) => Input::Applied(pod),
+        Ok(Item::Deleted(pod)) => Input::Deleted(pod),
+        Ok(Item::Bookmark { resource_version }) => Input::Bookmark { resource_version },
+        // The response body has ended, so the layer has recorded a clean end, if it was one.
+        Ok(Item::WatchEnded) => Input::WatchEnded { proves: activity.last_watch_end() },
+        Err(failure) => Input::Failed {
+            error: failure.error,
+            status: failure.status,
+            lagging: failure.lagging,
             success_before_watch: activity.last_success_before_watch(),
         },
     }
 }
 
-/// The informer task: drives kube's watcher, feeds the state machine, and
+/// The informer task: drives the list and watch requests, feeds the state machine, and
 /// carries out its effects (delivery to Spark and subscribers, relists).
 async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<bool>) {
     let settings = shared.settings.clone();
-    let selector = executor_selector(&shared.app_id);
+    let selector =
+        Selector { labels: executor_selector(&shared.app_id), watch_timeout: settings.watch_timeout.as_secs() as u32 };
+    // Backs off between lists that the machine ends after a failure (a list rejected as older
+    // than the cache, 410 Gone, a list timeout); failures within one list/watch back off in it.
+    let mut relist_backoff = DefaultBackoff::default();
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut resync_tick = (!settings.informer_resync_interval.is_zero()).then(|| {
@@ -390,23 +374,31 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
     });
 
     'watcher: loop {
-        let strategy = shared.machine.lock().strategy();
+        let (request, failing) = {
+            let machine = shared.machine.lock();
+            (machine.list_request(), machine.is_failing())
+        };
+        let delay = if failing {
+            relist_backoff.next().unwrap_or(Duration::from_secs(30))
+        } else {
+            relist_backoff.reset();
+            Duration::ZERO
+        };
+        tracing::debug!("listing executor pods: {request:?} in {delay:?}");
+        let requests = listwatch::list_watch(pods.clone(), selector.clone(), request).default_backoff();
         let mut events =
-            watcher::watcher(pods.clone(), watcher_config(&settings, &selector, strategy)).default_backoff().boxed();
+            futures::stream::once(tokio::time::sleep(delay)).filter_map(|()| async { None }).chain(requests).boxed();
         loop {
             let input = tokio::select! {
                 _ = stop.changed() => break 'watcher,
-                _ = tick.tick() => Input::Tick {
-                    wire: shared.activity.last_success(),
-                    watch_end: shared.activity.last_watch_end(),
-                },
+                _ = tick.tick() => Input::Tick { wire: shared.activity.last_success() },
                 _ = async { resync_tick.as_mut().unwrap().tick().await }, if resync_tick.is_some() => {
                     resync(&shared);
                     continue;
                 }
                 item = events.next() => match item {
                     Some(item) => input_of(item, &shared.activity),
-                    // The watcher never ends; if it did, start a new one.
+                    // Ends only when the watch cannot resume (410), which the machine relists for.
                     None => continue 'watcher,
                 },
             };

@@ -110,13 +110,14 @@ pub const WATCH_TIMEOUT: Key = Key {
     name: "spark.kubernetes.native.informer.watchTimeout",
     java: "WATCH_TIMEOUT",
     default: Default::Described(
-        "`listerPollingInterval` or two thirds of the stale bound, whichever is longer (30 s by default), 1 s to 290 s",
+        "`listerPollingInterval` or two thirds of the stale bound, whichever is longer (30 s by default), 3 s to 290 s",
     ),
     meaning: "Server-side timeout of each watch request. A healthy watch ends and resumes from its resourceVersion \
               this often (served from the watch cache: no LIST, no etcd read); its clean end proves the cache \
               current, so one renewal per lister round is all the lister needs. Shorter watches detect a dead \
               connection sooner (after the watch's length plus a third of the stale bound) and cost one WATCH \
-              request each.",
+              request each. At least 3 s: the apiserver's bookmark 2 s before a watch's end shows that the \
+              apiserver serving it is as new as the cache (on a highly available control plane one may lag).",
     since: V0_1,
     section: Section::InformerAndLister,
 };

@@ -38,6 +38,9 @@ impl SettingsError {
     }
 }
 
+/// The shortest watch the apiserver sends a bookmark to (2 s before its end, in 1 s buckets).
+pub const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// How the informer does its initial list (and every relist after 410 Gone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InitialList {
@@ -224,12 +227,19 @@ impl Settings {
         // the lister needs a proof only once per round, and takes its snapshot right after one
         // (see `InformerSettings::silence_bound`), so watches as long as its interval prove enough
         // with fewer WATCH requests.
+        // At least 3 s: the apiserver's bookmark, which shows a watch served as new as the cache
+        // (`informer::listwatch`), comes 2 s before the watch's end, and none to a shorter watch.
         let default_watch_timeout =
-            (stale_bound * 2 / 3).max(lister_polling_interval).clamp(Duration::from_secs(1), Duration::from_secs(290));
+            (stale_bound * 2 / 3).max(lister_polling_interval).clamp(MIN_WATCH_TIMEOUT, Duration::from_secs(290));
         let watch_timeout = conf.positive_duration_or(&keys::WATCH_TIMEOUT, default_watch_timeout)?;
-        if watch_timeout < Duration::from_secs(1) || watch_timeout > Duration::from_secs(290) {
+        if watch_timeout < MIN_WATCH_TIMEOUT || watch_timeout > Duration::from_secs(290) {
             let value = conf.get(keys::WATCH_TIMEOUT.name).unwrap_or_default();
-            return Err(SettingsError::new(keys::WATCH_TIMEOUT.name, value, "must be between 1s and 290s"));
+            return Err(SettingsError::new(
+                keys::WATCH_TIMEOUT.name,
+                value,
+                "must be between 3s and 290s (the apiserver's bookmark, which proves a watch current, comes 2 s \
+                 before its end)",
+            ));
         }
         let initial_list_key = keys::INITIAL_LIST.name;
         let informer = InformerSettings {
@@ -570,9 +580,12 @@ mod tests {
         assert_eq!(watch(&[(keys::LISTER_POLLING_INTERVAL.name, "10min")]), Duration::from_secs(290));
         assert_eq!(
             watch(&[(keys::LISTER_POLLING_INTERVAL.name, "100ms"), (keys::STALE_BOUND.name, "600ms")]),
-            Duration::from_secs(1)
+            Duration::from_secs(3),
+            "no watch shorter than the apiserver's bookmark needs"
         );
         assert_eq!(watch(&[(keys::WATCH_TIMEOUT.name, "5s")]), Duration::from_secs(5));
+        let short = err(&[(keys::WATCH_TIMEOUT.name, "2s")]);
+        assert!(short.to_string().contains("between 3s and 290s"), "{short}");
         let err = err(&[(keys::LISTER_POLLING_INTERVAL.name, "0s")]);
         assert!(err.to_string().contains(keys::LISTER_POLLING_INTERVAL.name), "{err}");
     }

@@ -10,7 +10,7 @@ const BOUND: Duration = Duration::from_secs(5);
 
 /// Watches of two thirds of the stale bound: a healthy watch is never silent past it.
 fn bounds() -> Bounds {
-    Bounds { stale_bound: BOUND, silence_bound: BOUND, list_timeout: Duration::from_secs(60) }
+    Bounds { stale_bound: BOUND, silence_bound: BOUND, list_timeout: Duration::from_secs(60), page_size: 500 }
 }
 
 /// Watches of 10 s, twice the stale bound: a quiet watch proves the cache only at its renewals.
@@ -60,19 +60,38 @@ fn watching(pods: &[(&str, &str)], t0: Instant) -> InformerMachine {
     watching_with(bounds(), pods, t0)
 }
 
+/// Lists `pods` (the list's resourceVersion is their newest), then watches, and the apiserver's
+/// first bookmark shows the watch fresh.
 fn watching_with(bounds: Bounds, pods: &[(&str, &str)], t0: Instant) -> InformerMachine {
     let mut m = InformerMachine::new(InitialList::Consistent, bounds, t0);
     m.step(Input::ListBegan, t0);
     for (name, rv) in pods {
         m.step(Input::Listed(pod(name, rv, "Running")), t0);
     }
-    m.step(Input::ListDone, t0);
+    let newest = pods.iter().map(|(_, rv)| rv.parse::<u64>().unwrap()).max().unwrap_or(1);
+    m.step(done(&newest.to_string()), t0);
     assert!(matches!(m.phase(), Phase::Watching { .. }));
+    m.step(Input::WatchBegan, t0);
+    m.step(bookmark(&newest.to_string()), t0);
     m
 }
 
+/// The list is complete at `rv`.
+fn done(rv: &str) -> Input {
+    Input::ListDone { resource_version: rv.into() }
+}
+
+fn bookmark(rv: &str) -> Input {
+    Input::Bookmark { resource_version: rv.into() }
+}
+
 fn gone(success_before_watch: Option<Instant>) -> Input {
-    Input::Failed { error: "too old resource version: Expired".into(), status: Some(410), success_before_watch }
+    Input::Failed {
+        error: "too old resource version: Expired".into(),
+        status: Some(410),
+        lagging: false,
+        success_before_watch,
+    }
 }
 
 #[test]
@@ -86,7 +105,7 @@ fn an_unsynced_cache_is_never_ready_and_the_first_list_streams_out() {
     // Bytes on the wire do not make a half-listed cache whole.
     assert_eq!(m.readiness(at(t0, 100), Some(at(t0, 100))), Err(NotReady::NeverSynced));
     assert_eq!(m.sync_state(at(t0, 100), Some(at(t0, 100))), SyncState::Starting);
-    let effects = m.step(Input::ListDone, at(t0, 200));
+    let effects = m.step(done("1"), at(t0, 200));
     assert!(delivered(&effects).is_empty(), "nothing twice");
     assert!(matches!(effects.last(), Some(Effect::Listed(pods)) if pods.len() == 1));
     assert_eq!(m.readiness(at(t0, 200), None), Ok(()));
@@ -100,7 +119,7 @@ fn a_watch_keeps_the_cache_current_with_its_bytes() {
     // A quiet healthy watch: a byte (reconnect, bookmark) every 3 s.
     for s in 1..=10 {
         let wire = Some(at(t0, s * 3000));
-        assert!(m.step(Input::Tick { wire, watch_end: None }, at(t0, s * 3000 + 100)).is_empty());
+        assert!(m.step(Input::Tick { wire }, at(t0, s * 3000 + 100)).is_empty());
         assert_eq!(m.readiness(at(t0, s * 3000 + 200), wire), Ok(()));
     }
     // An event is a sign of life too.
@@ -110,9 +129,15 @@ fn a_watch_keeps_the_cache_current_with_its_bytes() {
     assert_eq!(m.relists(), 0);
 }
 
-/// A quiet watch's renewal: the old watch ends cleanly at `end`, the new one answers 5 ms later.
-fn renewal(end: Instant) -> Input {
-    Input::Tick { wire: Some(end + Duration::from_millis(5)), watch_end: Some(end) }
+/// A quiet watch's renewal, seen at `now`: the old (fresh) watch ends cleanly at `end`, the new
+/// one answers 5 ms later and shows the apiserver's bookmark at the cache's resourceVersion.
+fn renew(m: &mut InformerMachine, end: Instant, now: Instant) -> Vec<Effect> {
+    let rv = m.resource_version().unwrap().to_string();
+    let mut effects = m.step(Input::WatchEnded { proves: Some(end) }, now);
+    effects.extend(m.step(Input::WatchBegan, now));
+    effects.extend(m.step(bookmark(&rv), now));
+    effects.extend(m.step(Input::Tick { wire: Some(end + Duration::from_millis(5)) }, now));
+    effects
 }
 
 #[test]
@@ -123,13 +148,13 @@ fn a_quiet_watch_longer_than_the_stale_bound_is_ready_after_each_renewal_and_hea
     for n in 1..=3u64 {
         // Between renewals the proof ages past the stale bound: wait for the next one, no relist.
         let between = at(t0, (n - 1) * 10_000 + 9_000);
-        assert!(m.step(Input::Tick { wire: last, watch_end: None }, between).is_empty());
+        assert!(m.step(Input::Tick { wire: last }, between).is_empty());
         assert!(matches!(m.readiness(between, last), Err(NotReady::AwaitingProof { .. })));
         assert!(m.lister_snapshot(between, last).is_err(), "never a snapshot from an unproven cache");
         assert_eq!(m.sync_state(between, last), SyncState::Synced, "a quiet watch is healthy");
         // The watch's clean end and the renewal prove the cache current again.
         let end = at(t0, n * 10_000);
-        assert!(m.step(renewal(end), end + Duration::from_millis(300)).is_empty());
+        assert!(renew(&mut m, end, end + Duration::from_millis(300)).is_empty());
         last = Some(end + Duration::from_millis(5));
         assert!(m.lister_snapshot(end + Duration::from_millis(300), last).is_ok(), "ready right after renewal {n}");
     }
@@ -147,14 +172,14 @@ fn bytes_after_a_quiet_spell_longer_than_the_stale_bound_wait_for_the_watch_to_e
     let mut m = watching_with(long_watch_bounds(), &[("p1", "1")], t0);
     let burst = Some(at(t0, 8000));
     m.step(Input::Applied(pod("p2", "2", "Running")), at(t0, 8000));
-    assert!(m.step(Input::Tick { wire: burst, watch_end: None }, at(t0, 8100)).is_empty());
+    assert!(m.step(Input::Tick { wire: burst }, at(t0, 8100)).is_empty());
     assert!(
         matches!(m.readiness(at(t0, 8100), burst), Err(NotReady::AwaitingProof { .. })),
         "the burst's first bytes prove nothing: {:?}",
         m.readiness(at(t0, 8100), burst)
     );
     let end = at(t0, 10_000);
-    m.step(renewal(end), at(t0, 10_100));
+    renew(&mut m, end, at(t0, 10_100));
     assert_eq!(m.readiness(at(t0, 10_100), Some(end + Duration::from_millis(5))), Ok(()));
     assert_eq!(m.relists(), 0);
 }
@@ -164,19 +189,21 @@ fn a_long_watch_whose_renewal_does_not_come_is_a_stale_spell_at_its_silence_boun
     let t0 = Instant::now();
     let mut m = watching_with(long_watch_bounds(), &[("p1", "1")], t0);
     let end = at(t0, 10_000);
-    m.step(renewal(end), at(t0, 10_100));
+    renew(&mut m, end, at(t0, 10_100));
     let wire = Some(end + Duration::from_millis(5));
     // The renewal due at 20 s fails: no snapshot, and the failure shows.
-    let failed = Input::Failed { error: "connection refused".into(), status: None, success_before_watch: wire };
+    let failed =
+        Input::Failed { error: "connection refused".into(), status: None, lagging: false, success_before_watch: wire };
     m.step(failed, at(t0, 20_000));
     assert!(matches!(m.readiness(at(t0, 20_100), wire), Err(NotReady::AwaitingProof { .. })));
     assert!(m.lister_snapshot(at(t0, 20_100), wire).is_err(), "a failed renewal proves nothing");
     assert_eq!(m.sync_state(at(t0, 20_100), wire).name(), "Degraded");
     // Within the silence bound (11.67 s) the watch may still come back...
-    assert!(m.step(Input::Tick { wire, watch_end: None }, at(t0, 21_600)).is_empty());
-    // ...past it the informer relists, and the old cache never serves again.
-    assert_eq!(m.readiness(at(t0, 21_700), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(11_695) }));
-    assert_eq!(m.step(Input::Tick { wire, watch_end: None }, at(t0, 21_700)), vec![Effect::Relist]);
+    assert!(m.step(Input::Tick { wire }, at(t0, 21_600)).is_empty());
+    // ...past it the informer relists, and the old cache never serves again. (The renewal's
+    // answer at 10.005 s proved nothing: its watch had shown nothing as new as the cache yet.)
+    assert_eq!(m.readiness(at(t0, 21_700), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(11_700) }));
+    assert_eq!(m.step(Input::Tick { wire }, at(t0, 21_700)), vec![Effect::Relist]);
     assert_eq!(m.readiness(at(t0, 21_800), Some(at(t0, 21_750))), Err(NotReady::Relisting));
 }
 
@@ -187,7 +214,7 @@ fn bytes_after_a_silence_longer_than_the_silence_bound_never_prove_a_long_watch(
     // No tick ran during 12 s of silence; the resumed watch's first byte at 12 s.
     let wire = Some(at(t0, 12_000));
     assert_eq!(m.readiness(at(t0, 12_010), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(12_010) }));
-    assert_eq!(m.step(Input::Tick { wire, watch_end: None }, at(t0, 12_020)), vec![Effect::Relist]);
+    assert_eq!(m.step(Input::Tick { wire }, at(t0, 12_020)), vec![Effect::Relist]);
 }
 
 /// The end of a watch that a black hole held arrives late: it proves the cache only as of the
@@ -198,16 +225,18 @@ fn a_held_watch_end_proves_only_its_timeout_and_the_silence_bound_runs_from_ther
     let mut m = watching_with(long_watch_bounds(), &[("p1", "1")], t0);
     m.step(Input::Applied(pod("p2", "2", "Running")), at(t0, 4_000));
     // Black hole from 4.1 s to 15.5 s; the watch sent at 0 timed out at 10 s, its end held till then.
-    let (wire, watch_end) = (Some(at(t0, 15_500)), Some(at(t0, 10_000)));
-    assert!(m.step(Input::Tick { wire, watch_end }, at(t0, 15_600)).is_empty());
+    let wire = Some(at(t0, 15_500));
+    assert!(m.step(Input::WatchEnded { proves: Some(at(t0, 10_000)) }, at(t0, 15_600)).is_empty());
+    assert!(m.step(Input::WatchBegan, at(t0, 15_600)).is_empty());
+    assert!(m.step(Input::Tick { wire }, at(t0, 15_600)).is_empty());
     assert!(
         matches!(m.readiness(at(t0, 15_600), wire), Err(NotReady::AwaitingProof { proven_ago }) if proven_ago >= Duration::from_secs(5)),
         "proven as of 10 s, not 15.5 s: {:?}",
         m.readiness(at(t0, 15_600), wire)
     );
     // No renewal proves it in time: relist at the silence bound after the proof (21.67 s).
-    assert!(m.step(Input::Tick { wire, watch_end }, at(t0, 21_600)).is_empty());
-    assert_eq!(m.step(Input::Tick { wire, watch_end }, at(t0, 21_700)), vec![Effect::Relist]);
+    assert!(m.step(Input::Tick { wire }, at(t0, 21_600)).is_empty());
+    assert_eq!(m.step(Input::Tick { wire }, at(t0, 21_700)), vec![Effect::Relist]);
 }
 
 /// Defect 1 of the issue: the outage outlasts the stale bound; when it ends, the
@@ -216,12 +245,12 @@ fn a_held_watch_end_proves_only_its_timeout_and_the_silence_bound_runs_from_ther
 fn after_a_stale_spell_nothing_is_served_until_the_relist_completes() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1"), ("p2", "2")], t0);
-    m.step(Input::Tick { wire: Some(at(t0, 1000)), watch_end: None }, at(t0, 1000));
+    m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 1000));
     // Black hole from 1 s: no byte. Still within the bound at 5.9 s...
-    assert!(m.step(Input::Tick { wire: Some(at(t0, 1000)), watch_end: None }, at(t0, 5900)).is_empty());
+    assert!(m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 5900)).is_empty());
     assert_eq!(m.readiness(at(t0, 5900), Some(at(t0, 1000))), Ok(()));
     // ...past it at 6.1 s: the informer drops the watch and relists.
-    assert_eq!(m.step(Input::Tick { wire: Some(at(t0, 1000)), watch_end: None }, at(t0, 6100)), vec![Effect::Relist]);
+    assert_eq!(m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 6100)), vec![Effect::Relist]);
     assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::StaleSpell });
     assert_eq!(m.sync_state(at(t0, 6100), None).name(), "Degraded");
     assert_eq!(m.relists(), 1);
@@ -230,13 +259,13 @@ fn after_a_stale_spell_nothing_is_served_until_the_relist_completes() {
     for (i, (name, rv)) in [("p1", "1"), ("p2", "2"), ("p3", "9")].iter().enumerate() {
         let now = at(t0, 15_000 + 3000 * i as u64);
         assert!(m.step(Input::Listed(pod(name, rv, "Running")), now).is_empty(), "a relist is compared at its end");
-        m.step(Input::Tick { wire: Some(now), watch_end: None }, now);
+        m.step(Input::Tick { wire: Some(now) }, now);
         assert_eq!(m.readiness(now, Some(now)), Err(NotReady::Relisting), "the old cache never serves again");
         assert!(m.lister_snapshot(now, Some(now)).is_err());
     }
     // Further ticks during the relist do not start another one.
-    assert!(m.step(Input::Tick { wire: Some(at(t0, 22_000)), watch_end: None }, at(t0, 22_000)).is_empty());
-    let effects = m.step(Input::ListDone, at(t0, 23_000));
+    assert!(m.step(Input::Tick { wire: Some(at(t0, 22_000)) }, at(t0, 22_000)).is_empty());
+    let effects = m.step(done("9"), at(t0, 23_000));
     assert_eq!(delivered(&effects), ["+p3@9"]);
     let (pods, _) = m.lister_snapshot(at(t0, 23_000), Some(at(t0, 23_000))).expect("ready once the list completed");
     assert_eq!(names(&pods), ["p1", "p2", "p3"], "the first snapshot after the relist has every pod");
@@ -250,11 +279,11 @@ fn after_a_stale_spell_nothing_is_served_until_the_relist_completes() {
 fn bytes_after_a_silence_longer_than_the_bound_never_freshen_the_cache() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1")], t0);
-    m.step(Input::Tick { wire: Some(at(t0, 1000)), watch_end: None }, at(t0, 1000));
+    m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 1000));
     // No tick ran during the silence (a busy runtime); the resumed watch's first byte at 7 s.
     let wire = Some(at(t0, 7000));
     assert_eq!(m.readiness(at(t0, 7010), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(6010) }));
-    assert_eq!(m.step(Input::Tick { wire, watch_end: None }, at(t0, 7020)), vec![Effect::Relist]);
+    assert_eq!(m.step(Input::Tick { wire }, at(t0, 7020)), vec![Effect::Relist]);
     assert_eq!(m.readiness(at(t0, 7030), wire), Err(NotReady::Relisting));
 }
 
@@ -262,10 +291,10 @@ fn bytes_after_a_silence_longer_than_the_bound_never_freshen_the_cache() {
 fn a_short_410_keeps_the_old_cache_serving_only_within_the_bound_of_its_last_watch() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1")], t0);
-    m.step(Input::Tick { wire: Some(at(t0, 2000)), watch_end: None }, at(t0, 2000));
+    m.step(Input::Tick { wire: Some(at(t0, 2000)) }, at(t0, 2000));
     // A watch sent at 3 s answers 200 (a byte at 3 s), then 410 in its stream.
     let wire = Some(at(t0, 3000));
-    assert!(m.step(gone(Some(at(t0, 2000))), at(t0, 3000)).is_empty(), "kube's watcher relists, after its backoff");
+    assert_eq!(m.step(gone(Some(at(t0, 2000))), at(t0, 3000)), vec![Effect::Relist]);
     assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::Gone });
     assert_eq!(m.relists(), 1);
     // The 410's own byte proves the apiserver alive, not the cache current: as of 2 s.
@@ -274,14 +303,14 @@ fn a_short_410_keeps_the_old_cache_serving_only_within_the_bound_of_its_last_wat
     m.step(Input::Listed(pod("p1", "1", "Running")), at(t0, 3200));
     // The relist's bytes flow; the old cache serves while it is within the bound...
     let wire = Some(at(t0, 6900));
-    m.step(Input::Tick { wire, watch_end: None }, at(t0, 6900));
+    m.step(Input::Tick { wire }, at(t0, 6900));
     assert!(m.lister_snapshot(at(t0, 6900), wire).is_ok());
     assert_eq!(m.sync_state(at(t0, 6900), wire), SyncState::Synced, "a sign of life after the 410 ends its failure");
     // ...and not a moment longer, however busy the wire.
     let wire = Some(at(t0, 7100));
     assert_eq!(m.readiness(at(t0, 7100), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(5100) }));
-    assert!(m.step(Input::Tick { wire, watch_end: None }, at(t0, 7100)).is_empty(), "already relisting");
-    m.step(Input::ListDone, at(t0, 9000));
+    assert!(m.step(Input::Tick { wire }, at(t0, 7100)).is_empty(), "already relisting");
+    m.step(done("1"), at(t0, 9000));
     assert_eq!(m.readiness(at(t0, 9000), wire), Ok(()));
     assert_eq!(m.relists(), 1);
 }
@@ -300,7 +329,7 @@ fn a_view_taken_during_a_relist_is_never_unchanged_after_it() {
     // The JVM's snapshot mid-relist: the old contents, within the bound.
     let (old, during) = m.lister_snapshot(at(t0, 500), None).expect("a short 410 keeps serving");
     assert_eq!(names(&old), ["p1", "p2"]);
-    m.step(Input::ListDone, at(t0, 600));
+    m.step(done("3"), at(t0, 600));
     let (pods, view) = m.lister_snapshot(at(t0, 700), None).unwrap();
     assert_ne!(view, during);
     let Some(Decoded::Snapshot { entries, .. }) = wire::decode(&encode_snapshot(&pods, during, view)) else {
@@ -320,7 +349,7 @@ fn any_relist_invalidates_the_view_even_with_the_same_pods() {
     m.step(gone(Some(t0)), t0);
     m.step(Input::ListBegan, t0);
     m.step(Input::Listed(pod("p1", "1", "Running")), t0);
-    m.step(Input::ListDone, t0);
+    m.step(done("1"), t0);
     let (_, after) = m.lister_snapshot(t0, None).unwrap();
     assert_ne!(before, after);
     // Another informer's views never match this one's (a restarted informer).
@@ -335,7 +364,7 @@ fn a_relist_delivers_the_difference_and_makes_up_only_the_deletions_it_found() {
     m.step(gone(Some(t0)), t0);
     m.step(Input::ListBegan, t0);
     m.step(Input::Listed(pod("p1", "5", "Failed")), t0);
-    let effects = m.step(Input::ListDone, t0);
+    let effects = m.step(done("5"), t0);
     let mut changes = delivered(&effects);
     changes.sort();
     assert_eq!(changes, ["+p1@5", "-p2"]);
@@ -364,13 +393,18 @@ fn a_watch_deletion_is_delivered_as_the_apiserver_sent_it() {
 fn auto_falls_back_to_the_watch_cache_when_streaming_is_refused() {
     let t0 = Instant::now();
     let mut m = InformerMachine::new(InitialList::Auto, bounds(), t0);
-    let refused = Input::Failed { error: "422 Unprocessable".into(), status: Some(422), success_before_watch: None };
+    let refused = Input::Failed {
+        error: "422 Unprocessable".into(),
+        status: Some(422),
+        lagging: false,
+        success_before_watch: None,
+    };
     assert_eq!(m.step(refused, t0), vec![Effect::Relist]);
     assert_eq!(m.strategy(), InitialList::WatchCache);
     assert_eq!(m.phase(), &Phase::InitialList { strategy: InitialList::WatchCache });
     assert_eq!(m.sync_state(t0, None).name(), "Degraded");
     // From then on a refusal is a failure like any other.
-    let again = Input::Failed { error: "422".into(), status: Some(422), success_before_watch: None };
+    let again = Input::Failed { error: "422".into(), status: Some(422), lagging: false, success_before_watch: None };
     assert!(m.step(again, t0).is_empty());
 }
 
@@ -389,15 +423,15 @@ fn a_list_that_outlives_its_timeout_is_abandoned_and_retried() {
     let t0 = Instant::now();
     let mut m = InformerMachine::new(InitialList::Consistent, bounds(), t0);
     m.step(Input::ListBegan, t0);
-    assert!(m.step(Input::Tick { wire: Some(t0), watch_end: None }, at(t0, 59_000)).is_empty());
-    assert_eq!(m.step(Input::Tick { wire: Some(t0), watch_end: None }, at(t0, 61_000)), vec![Effect::Relist]);
+    assert!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 59_000)).is_empty());
+    assert_eq!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 61_000)), vec![Effect::Relist]);
     assert_eq!(m.strategy(), InitialList::Consistent);
     let SyncState::Degraded { last_error, .. } = m.sync_state(at(t0, 61_000), None) else { panic!() };
     assert!(last_error.contains("initialListTimeout"), "{last_error}");
     // With Auto, a timed-out streaming list falls back.
     let mut auto = InformerMachine::new(InitialList::Auto, bounds(), t0);
     auto.step(Input::ListBegan, t0);
-    assert_eq!(auto.step(Input::Tick { wire: None, watch_end: None }, at(t0, 61_000)), vec![Effect::Relist]);
+    assert_eq!(auto.step(Input::Tick { wire: None }, at(t0, 61_000)), vec![Effect::Relist]);
     assert_eq!(auto.strategy(), InitialList::WatchCache);
 }
 
@@ -405,7 +439,12 @@ fn a_list_that_outlives_its_timeout_is_abandoned_and_retried() {
 fn failures_degrade_count_and_end_at_the_next_sign_of_life() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1")], t0);
-    let refused = || Input::Failed { error: "connection refused".into(), status: None, success_before_watch: None };
+    let refused = || Input::Failed {
+        error: "connection refused".into(),
+        status: None,
+        lagging: false,
+        success_before_watch: None,
+    };
     m.step(refused(), at(t0, 1000));
     m.step(refused(), at(t0, 2000));
     let SyncState::Degraded { consecutive_failures, last_error, .. } = m.sync_state(at(t0, 2000), None) else {
@@ -418,9 +457,9 @@ fn failures_degrade_count_and_end_at_the_next_sign_of_life() {
         let _ = m.sync_state(at(t0, 2500), Some(at(t0, 500)));
         let _ = m.readiness(at(t0, 2500), Some(at(t0, 500)));
     }
-    m.step(Input::Tick { wire: Some(at(t0, 500)), watch_end: None }, at(t0, 2500));
+    m.step(Input::Tick { wire: Some(at(t0, 500)) }, at(t0, 2500));
     assert_eq!(m.sync_state(at(t0, 2500), Some(at(t0, 500))).name(), "Degraded");
-    m.step(Input::Tick { wire: Some(at(t0, 2600)), watch_end: None }, at(t0, 2700));
+    m.step(Input::Tick { wire: Some(at(t0, 2600)) }, at(t0, 2700));
     assert_eq!(m.sync_state(at(t0, 2700), Some(at(t0, 2600))), SyncState::Synced);
     assert_eq!(m.readiness(at(t0, 2700), Some(at(t0, 2600))), Ok(()));
 }
@@ -430,41 +469,24 @@ fn a_long_run_of_failures_while_watching_is_a_stale_spell_too() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1")], t0);
     for s in 1..=4 {
-        let refused = Input::Failed { error: "connection refused".into(), status: None, success_before_watch: None };
+        let refused = Input::Failed {
+            error: "connection refused".into(),
+            status: None,
+            lagging: false,
+            success_before_watch: None,
+        };
         m.step(refused, at(t0, s * 1000));
-        assert!(m.step(Input::Tick { wire: Some(t0), watch_end: None }, at(t0, s * 1000 + 10)).is_empty());
+        assert!(m.step(Input::Tick { wire: Some(t0) }, at(t0, s * 1000 + 10)).is_empty());
     }
-    assert_eq!(m.step(Input::Tick { wire: Some(t0), watch_end: None }, at(t0, 5100)), vec![Effect::Relist]);
+    assert_eq!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 5100)), vec![Effect::Relist]);
     assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::StaleSpell });
     // The apiserver answers again: its list bytes neither serve the old cache nor end Degraded.
     m.step(Input::ListBegan, at(t0, 6000));
-    m.step(Input::Tick { wire: Some(at(t0, 6100)), watch_end: None }, at(t0, 6200));
+    m.step(Input::Tick { wire: Some(at(t0, 6100)) }, at(t0, 6200));
     assert_eq!(m.sync_state(at(t0, 6200), Some(at(t0, 6100))).name(), "Degraded");
     m.step(Input::Listed(pod("p1", "1", "Running")), at(t0, 6300));
-    m.step(Input::ListDone, at(t0, 6400));
+    m.step(done("1"), at(t0, 6400));
     assert_eq!(m.sync_state(at(t0, 6400), Some(at(t0, 6400))), SyncState::Synced);
-}
-
-#[test]
-fn a_410_that_no_list_follows_within_the_bound_relists_anyway() {
-    let t0 = Instant::now();
-    let mut m = watching(&[("p1", "1")], t0);
-    assert!(m.step(gone(Some(t0)), at(t0, 100)).is_empty());
-    assert!(m.step(Input::Tick { wire: None, watch_end: None }, at(t0, 5000)).is_empty());
-    assert_eq!(m.step(Input::Tick { wire: None, watch_end: None }, at(t0, 5200)), vec![Effect::Relist]);
-    assert!(m.step(Input::Tick { wire: None, watch_end: None }, at(t0, 5700)).is_empty(), "once");
-    assert_eq!(m.relists(), 1);
-}
-
-#[test]
-fn a_relist_kube_starts_on_its_own_is_counted_and_compared() {
-    let t0 = Instant::now();
-    let mut m = watching(&[("p1", "1")], t0);
-    m.step(Input::ListBegan, at(t0, 100));
-    assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::Gone });
-    assert_eq!(m.relists(), 1);
-    m.step(Input::Listed(pod("p2", "2", "Running")), at(t0, 200));
-    assert_eq!(delivered(&m.step(Input::ListDone, at(t0, 300))).len(), 2, "+p2 and -p1");
 }
 
 #[test]
@@ -476,4 +498,141 @@ fn stopped_is_final() {
     assert!(m.step(Input::Applied(pod("p2", "2", "Running")), t0).is_empty());
     assert_eq!(m.readiness(t0, Some(t0)), Err(NotReady::Stopped));
     assert_eq!(m.sync_state(t0, Some(t0)), SyncState::Stopped);
+}
+
+// Never back in time (a lagging apiserver of a highly available control plane).
+
+/// A machine watching pods p1..p`n` (rv = their number), the cache at resourceVersion `rv`.
+fn watching_at(strategy: InitialList, n: u64, rv: &str, t0: Instant) -> InformerMachine {
+    let mut m = InformerMachine::new(strategy, bounds(), t0);
+    m.step(Input::ListBegan, t0);
+    for i in 1..=n {
+        m.step(Input::Listed(pod(&format!("p{i}"), &i.to_string(), "Running")), t0);
+    }
+    m.step(done(rv), t0);
+    m.step(Input::WatchBegan, t0);
+    m.step(bookmark(rv), t0);
+    m
+}
+
+/// Relists `n` pods p1..p`n` answered at `rv`; returns the effects of the list's end.
+fn relist(m: &mut InformerMachine, n: u64, rv: &str, now: Instant) -> Vec<Effect> {
+    m.step(Input::ListBegan, now);
+    for i in 1..=n {
+        m.step(Input::Listed(pod(&format!("p{i}"), &i.to_string(), "Running")), now);
+    }
+    m.step(done(rv), now)
+}
+
+/// The issue's scenario: 320 pods at 542; after a stale spell the relist reaches an apiserver
+/// whose cache is at 522 and lacks the 20 newest pods.
+#[test]
+fn a_list_older_than_the_cache_is_rejected_and_nothing_is_made_up_as_deleted() {
+    let t0 = Instant::now();
+    let mut m = watching_at(InitialList::WatchCache, 320, "542", t0);
+    assert_eq!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 5100)), vec![Effect::Relist], "a stale spell");
+    assert_eq!(m.list_request().from, ListFrom::NotOlderThan("542".into()), "a relist asks for no older state");
+    let effects = relist(&mut m, 300, "522", at(t0, 6000));
+    assert_eq!(effects, vec![Effect::Relist], "rejected: listed again, nothing delivered");
+    assert_eq!(m.cache().len(), 320, "the cache stays as it was");
+    assert_eq!(m.rejected_lists(), 1);
+    assert_eq!(m.resource_version(), Some("542"));
+    assert_eq!(m.readiness(at(t0, 6000), Some(at(t0, 6000))), Err(NotReady::Relisting));
+    let SyncState::Degraded { last_error, .. } = m.sync_state(at(t0, 6000), None) else { panic!() };
+    assert!(last_error.contains("resourceVersion 522, older than the cache's 542"), "{last_error}");
+    assert!(m.is_failing(), "the next list backs off");
+    // The apiserver caught up: a list at the same resourceVersion is accepted, and so is a newer one.
+    let effects = relist(&mut m, 320, "542", at(t0, 7000));
+    assert!(delivered(&effects).is_empty(), "the same pods: nothing to deliver");
+    assert_eq!(m.sync_state(at(t0, 7000), Some(at(t0, 7000))), SyncState::Synced);
+    m.step(gone(Some(at(t0, 7000))), at(t0, 7100));
+    let effects = relist(&mut m, 321, "560", at(t0, 7200));
+    assert_eq!(delivered(&effects), ["+p321@321"]);
+    assert_eq!(m.resource_version(), Some("560"));
+}
+
+#[test]
+fn each_list_asks_for_a_state_no_older_than_the_cache_and_a_consistent_read_after_410() {
+    let t0 = Instant::now();
+    let first = |strategy| InformerMachine::new(strategy, bounds(), t0).list_request();
+    assert_eq!(first(InitialList::WatchCache), ListRequest { method: ListMethod::Whole, from: ListFrom::Any });
+    assert_eq!(first(InitialList::Auto), ListRequest { method: ListMethod::Streaming, from: ListFrom::Any });
+    assert_eq!(first(InitialList::Streaming).method, ListMethod::Streaming);
+    assert_eq!(
+        first(InitialList::Consistent),
+        ListRequest { method: ListMethod::Paged(500), from: ListFrom::MostRecent }
+    );
+    for strategy in [InitialList::Auto, InitialList::Streaming, InitialList::WatchCache] {
+        let mut m = watching_at(strategy, 3, "40", t0);
+        assert_eq!(m.list_request().from, ListFrom::NotOlderThan("40".into()), "{strategy:?}");
+        m.step(Input::Applied(pod("p4", "41", "Pending")), at(t0, 10));
+        assert_eq!(m.list_request().from, ListFrom::NotOlderThan("41".into()), "{strategy:?}: the newest applied");
+        assert_eq!(m.step(gone(Some(t0)), at(t0, 20)), vec![Effect::Relist]);
+        assert_eq!(m.list_request().from, ListFrom::MostRecent, "{strategy:?}: 410 Gone lists from scratch");
+        relist(&mut m, 4, "90", at(t0, 30));
+        assert_eq!(m.list_request().from, ListFrom::NotOlderThan("90".into()), "{strategy:?}");
+    }
+    let mut consistent = watching_at(InitialList::Consistent, 3, "40", t0);
+    consistent.step(Input::Tick { wire: Some(t0) }, at(t0, 5100));
+    assert_eq!(consistent.list_request().from, ListFrom::MostRecent, "never older than anything seen");
+}
+
+#[test]
+fn a_replayed_event_changes_nothing_and_an_older_bookmark_proves_nothing() {
+    let t0 = Instant::now();
+    let mut m = watching_at(InitialList::WatchCache, 2, "20", t0);
+    m.step(Input::Applied(pod("p3", "21", "Pending")), at(t0, 100));
+    // The renewal resumes one revision before 21: the apiserver replays the event at 21.
+    m.step(Input::WatchBegan, at(t0, 200));
+    assert!(m.step(Input::Applied(pod("p3", "21", "Pending")), at(t0, 300)).is_empty());
+    assert!(m.step(Input::Deleted(pod("p3", "21", "Pending")), at(t0, 300)).is_empty(), "not a deletion made twice");
+    assert_eq!(m.cache().len(), 3);
+    assert!(m.step(bookmark("19"), at(t0, 400)).is_empty());
+    assert_eq!(m.resource_version(), Some("21"));
+}
+
+/// The issue's closed-connection case: the watch resumes on the lagging apiserver, which
+/// accepts it (a resourceVersion ahead of its cache), sends nothing and ends it cleanly.
+#[test]
+fn a_watch_that_ends_without_showing_the_caches_resource_version_proves_nothing_and_degrades() {
+    let t0 = Instant::now();
+    let mut m = InformerMachine::new(InitialList::WatchCache, long_watch_bounds(), t0);
+    m.step(Input::ListBegan, t0);
+    m.step(Input::Listed(pod("p1", "1", "Running")), t0);
+    m.step(done("542"), t0);
+    m.step(Input::WatchBegan, at(t0, 10));
+    // Its answer's bytes prove nothing either.
+    m.step(Input::Tick { wire: Some(at(t0, 4000)) }, at(t0, 4000));
+    assert_eq!(m.current_as_of(Some(at(t0, 4000))), Some(t0));
+    m.step(Input::WatchEnded { proves: Some(at(t0, 10_010)) }, at(t0, 10_020));
+    let SyncState::Degraded { last_error, .. } = m.sync_state(at(t0, 10_020), None) else {
+        panic!("{:?}", m.sync_state(at(t0, 10_020), None))
+    };
+    assert!(last_error.contains("resourceVersion 542 or newer") && last_error.contains("lagging"), "{last_error}");
+    assert!(matches!(m.readiness(at(t0, 10_020), None), Err(NotReady::AwaitingProof { .. })), "not proven by it");
+    // The next watch is served fresh (the apiserver caught up): its bookmark ends the failure.
+    m.step(Input::WatchBegan, at(t0, 10_030));
+    m.step(bookmark("560"), at(t0, 11_000));
+    assert_eq!(m.sync_state(at(t0, 11_000), Some(at(t0, 11_000))), SyncState::Synced);
+    // Its bytes follow a quiet spell past the stale bound: only its clean end proves the cache.
+    assert!(matches!(m.readiness(at(t0, 11_000), Some(at(t0, 11_000))), Err(NotReady::AwaitingProof { .. })));
+    m.step(Input::WatchEnded { proves: Some(at(t0, 10_040)) }, at(t0, 11_100));
+    assert_eq!(m.readiness(at(t0, 11_100), Some(at(t0, 11_000))), Ok(()));
+}
+
+#[test]
+fn too_large_resource_version_is_a_failure_that_names_the_lagging_apiserver() {
+    let t0 = Instant::now();
+    let mut m = watching_at(InitialList::WatchCache, 2, "542", t0);
+    m.step(Input::Tick { wire: Some(t0) }, at(t0, 5100));
+    let too_large = Input::Failed {
+        error: "Timeout: Too large resource version: 542, current: 522 (504 Timeout)".into(),
+        status: Some(504),
+        lagging: true,
+        success_before_watch: None,
+    };
+    assert!(m.step(too_large, at(t0, 8200)).is_empty(), "the list retries it, after its backoff");
+    let SyncState::Degraded { last_error, .. } = m.sync_state(at(t0, 8200), None) else { panic!() };
+    assert!(last_error.contains("older than ours (a lagging apiserver)"), "{last_error}");
+    assert_eq!(m.readiness(at(t0, 8200), None), Err(NotReady::Relisting));
 }

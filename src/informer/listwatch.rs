@@ -1,0 +1,419 @@
+//! The requests the informer sends, made with kube's public API (`Api::list`, `Api::watch`):
+//! one list, as the state machine asks for it, then a watch resumed from the last
+//! resourceVersion seen, for as long as it can resume.
+//!
+//! kube-runtime 5's watcher cannot be told where a relist starts: it lists with
+//! `resourceVersion` unset (`MostRecent`) or `0` (`Any`), and streams from `0`, on every list
+//! and every relist. On a highly available control plane that lets a relist read a lagging
+//! apiserver's older watch cache (see docs/field-notes.md). So the machine chooses each list's
+//! [`ListFrom`] (client-go's rules: not older than the cache once it has synced; a consistent
+//! read after 410 Gone) and this module carries it out, as kube's watcher would otherwise.
+//!
+//! A watch is resumed one revision *before* the last resourceVersion seen: the apiserver then
+//! sends, before the watch's timeout, a bookmark at least as new as that resourceVersion, which
+//! a lagging apiserver (whose cache is older) cannot; so every watch shows whether the apiserver
+//! serving it is as new as the cache (the machine's "fresh" watch). The one event that revision
+//! may replay is the last one applied, which the machine recognises as a replay.
+
+use std::collections::VecDeque;
+
+use futures::stream::{self, BoxStream, StreamExt};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams, VersionMatch, WatchEvent, WatchParams};
+use kube::core::Status;
+use kube::ResourceExt;
+
+/// Where a list starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListFrom {
+    /// Any state the apiserver holds (`resourceVersion=0`): its watch cache, however old. Only
+    /// for the first list, which has nothing to be older than.
+    Any,
+    /// A state not older than this resourceVersion (`resourceVersionMatch=NotOlderThan`): an
+    /// apiserver whose cache is older waits 3 s and answers "Too large resource version".
+    NotOlderThan(String),
+    /// The most recent state, a consistent read (`resourceVersion` unset): needs etcd.
+    MostRecent,
+}
+
+/// How a list is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListMethod {
+    /// Pages of this many pods.
+    Paged(u32),
+    /// One response (the watch cache ignores limits on the lists it serves).
+    Whole,
+    /// A watch that sends the initial state first (`sendInitialEvents`), then goes on as the watch.
+    Streaming,
+}
+
+/// One list, as the machine asks for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListRequest {
+    pub method: ListMethod,
+    pub from: ListFrom,
+}
+
+/// What the requests showed.
+#[derive(Debug)]
+pub enum Item {
+    /// The list begins.
+    ListBegan,
+    /// A pod of the list.
+    Listed(Pod),
+    /// The list is complete: the apiserver's state as of this resourceVersion.
+    ListDone {
+        resource_version: String,
+    },
+    /// A watch request was answered.
+    WatchBegan,
+    Applied(Pod),
+    Deleted(Pod),
+    /// The apiserver's watch cache has reached this resourceVersion.
+    Bookmark {
+        resource_version: String,
+    },
+    /// A watch response ended; the next one resumes.
+    WatchEnded,
+}
+
+/// A failed request, or an error the apiserver sent in a watch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub error: String,
+    /// The apiserver's status code, if it sent one.
+    pub status: Option<u16>,
+    /// The apiserver's cache is older than the resourceVersion asked for ("Too large resource
+    /// version"): a lagging apiserver.
+    pub lagging: bool,
+}
+
+impl Failure {
+    /// The watch cannot resume: its resourceVersion is gone (410); only a relist continues.
+    pub fn is_gone(&self) -> bool {
+        self.status == Some(410)
+    }
+
+    fn of_request(error: kube::Error) -> Self {
+        match error {
+            kube::Error::Api(status) => Self::of_status(&status),
+            other => Self { error: describe(&other), status: None, lagging: false },
+        }
+    }
+
+    fn of_status(status: &Status) -> Self {
+        let cause = |reason: &str| status.details.as_ref().is_some_and(|d| d.causes.iter().any(|c| c.reason == reason));
+        let lagging = cause("ResourceVersionTooLarge") || status.message.contains("Too large resource version");
+        let error = if status.message.is_empty() {
+            format!("the apiserver answered {} {}", status.code, status.reason)
+        } else {
+            format!("{} ({} {})", status.message, status.code, status.reason)
+        };
+        Self { error, status: (status.code != 0).then_some(status.code), lagging }
+    }
+}
+
+/// The parameters every request shares.
+#[derive(Debug, Clone)]
+pub struct Selector {
+    pub labels: String,
+    /// A watch's `timeoutSeconds`.
+    pub watch_timeout: u32,
+}
+
+/// The list `request`, then the watch, resumed until it cannot be (410 Gone ends the stream:
+/// the machine relists). Failures are items; the caller backs off after each.
+pub fn list_watch(
+    pods: Api<Pod>,
+    selector: Selector,
+    request: ListRequest,
+) -> BoxStream<'static, Result<Item, Failure>> {
+    let start = State::Listing { request, continue_token: None, page: VecDeque::new(), list_rv: None, began: false };
+    stream::unfold(Some(start), move |state| {
+        let (pods, selector) = (pods.clone(), selector.clone());
+        async move {
+            let mut state = state?;
+            loop {
+                let (item, next) = step(&pods, &selector, state).await;
+                match (item, next) {
+                    (Some(item), next) => return Some((item, next)),
+                    (None, Some(next)) => state = next,
+                    (None, None) => return None,
+                }
+            }
+        }
+    })
+    .boxed()
+}
+
+enum State {
+    Listing {
+        request: ListRequest,
+        continue_token: Option<String>,
+        page: VecDeque<Pod>,
+        /// The resourceVersion of the pages listed so far.
+        list_rv: Option<String>,
+        began: bool,
+    },
+    /// The streaming list's watch, until its initial events end.
+    Streaming {
+        request: ListRequest,
+        stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>>,
+    },
+    /// Watch after this resourceVersion next; after a failure, with a short watch (below).
+    Resume {
+        rv: String,
+        after_failure: bool,
+    },
+    Watching {
+        rv: String,
+        stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>>,
+    },
+}
+
+type Step = (Option<Result<Item, Failure>>, Option<State>);
+
+async fn step(pods: &Api<Pod>, selector: &Selector, state: State) -> Step {
+    match state {
+        State::Listing { request, continue_token, page, list_rv, began } => {
+            list_step(pods, selector, request, continue_token, page, list_rv, began).await
+        }
+        State::Streaming { request, stream } => streaming_step(request, stream).await,
+        State::Resume { rv, after_failure } => {
+            let mut params = watch_params(selector, false);
+            if after_failure {
+                // The apiserver serving a resumed watch may be another one (a load balancer's), and
+                // only its bookmark shows whether it is as new as the cache: a short watch gets it
+                // within about a second.
+                params.timeout = Some(SHORT_WATCH_SECONDS.min(selector.watch_timeout));
+            }
+            match pods.watch(&params, &resume_after(&rv)).await {
+                Ok(stream) => (Some(Ok(Item::WatchBegan)), Some(State::Watching { rv, stream: stream.boxed() })),
+                Err(error) => (Some(Err(Failure::of_request(error))), Some(State::Resume { rv, after_failure: true })),
+            }
+        }
+        State::Watching { rv, stream } => watching_step(rv, stream).await,
+    }
+}
+
+async fn list_step(
+    pods: &Api<Pod>,
+    selector: &Selector,
+    request: ListRequest,
+    continue_token: Option<String>,
+    mut page: VecDeque<Pod>,
+    list_rv: Option<String>,
+    began: bool,
+) -> Step {
+    if !began {
+        let next = State::Listing { request, continue_token, page, list_rv, began: true };
+        return (Some(Ok(Item::ListBegan)), Some(next));
+    }
+    if let Some(pod) = page.pop_front() {
+        return (Some(Ok(Item::Listed(pod))), Some(State::Listing { request, continue_token, page, list_rv, began }));
+    }
+    if let (None, Some(rv)) = (&continue_token, &list_rv) {
+        let rv = rv.clone();
+        return (
+            Some(Ok(Item::ListDone { resource_version: rv.clone() })),
+            Some(State::Resume { rv, after_failure: false }),
+        );
+    }
+    if request.method == ListMethod::Streaming {
+        let params = watch_params(selector, true);
+        let from = match &request.from {
+            ListFrom::Any => "0".to_string(),
+            ListFrom::NotOlderThan(rv) => rv.clone(),
+            ListFrom::MostRecent => String::new(),
+        };
+        return match pods.watch(&params, &from).await {
+            Ok(stream) => (None, Some(State::Streaming { request, stream: stream.boxed() })),
+            // Listed again from the start after the caller's backoff.
+            Err(error) => (Some(Err(Failure::of_request(error))), Some(restart(request))),
+        };
+    }
+    match pods.list(&list_params(selector, &request, continue_token.clone())).await {
+        Ok(list) => {
+            let continue_token = list.metadata.continue_.filter(|t| !t.is_empty());
+            let list_rv = list.metadata.resource_version.filter(|rv| !rv.is_empty());
+            if list_rv.is_none() {
+                let failure = Failure {
+                    error: "the apiserver's list has no resourceVersion".into(),
+                    status: None,
+                    lagging: false,
+                };
+                return (Some(Err(failure)), Some(restart(request)));
+            }
+            let page = list.items.into();
+            (None, Some(State::Listing { request, continue_token, page, list_rv, began }))
+        }
+        Err(error) => (Some(Err(Failure::of_request(error))), Some(restart(request))),
+    }
+}
+
+/// The same list again, from its first page: a list that failed half-way starts over, as
+/// kube's watcher and client-go's pager do (a continue token of a failed list may be expired).
+fn restart(request: ListRequest) -> State {
+    State::Listing { request, continue_token: None, page: VecDeque::new(), list_rv: None, began: true }
+}
+
+async fn streaming_step(request: ListRequest, mut stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>>) -> Step {
+    match stream.next().await {
+        Some(Ok(WatchEvent::Added(pod) | WatchEvent::Modified(pod))) => {
+            (Some(Ok(Item::Listed(pod))), Some(State::Streaming { request, stream }))
+        }
+        // The apiserver sends no deletions among the initial events.
+        Some(Ok(WatchEvent::Deleted(_))) => (None, Some(State::Streaming { request, stream })),
+        Some(Ok(WatchEvent::Bookmark(bookmark))) => {
+            if bookmark.metadata.annotations.contains_key("k8s.io/initial-events-end") {
+                let rv = bookmark.metadata.resource_version;
+                let done = Item::ListDone { resource_version: rv.clone() };
+                (Some(Ok(done)), Some(State::Watching { rv, stream }))
+            } else {
+                (None, Some(State::Streaming { request, stream }))
+            }
+        }
+        Some(Ok(WatchEvent::Error(status))) => (Some(Err(Failure::of_status(&status))), Some(restart(request))),
+        Some(Err(error)) => (Some(Err(Failure::of_request(error))), Some(restart(request))),
+        // The stream ended before the initial events did: the list starts over (the machine
+        // sees a second ListBegan and may fall back from streaming).
+        None => (
+            None,
+            Some(State::Listing { request, continue_token: None, page: VecDeque::new(), list_rv: None, began: false }),
+        ),
+    }
+}
+
+async fn watching_step(rv: String, mut stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>>) -> Step {
+    let item_rv = |pod: &Pod| pod.resource_version().filter(|v| !v.is_empty());
+    match stream.next().await {
+        Some(Ok(WatchEvent::Added(pod) | WatchEvent::Modified(pod))) => match item_rv(&pod) {
+            Some(next) => (Some(Ok(Item::Applied(pod))), Some(State::Watching { rv: next, stream })),
+            None => (Some(Err(no_resource_version())), Some(State::Resume { rv, after_failure: true })),
+        },
+        Some(Ok(WatchEvent::Deleted(pod))) => match item_rv(&pod) {
+            Some(next) => (Some(Ok(Item::Deleted(pod))), Some(State::Watching { rv: next, stream })),
+            None => (Some(Err(no_resource_version())), Some(State::Resume { rv, after_failure: true })),
+        },
+        Some(Ok(WatchEvent::Bookmark(bookmark))) => {
+            let next = bookmark.metadata.resource_version;
+            (Some(Ok(Item::Bookmark { resource_version: next.clone() })), Some(State::Watching { rv: next, stream }))
+        }
+        Some(Ok(WatchEvent::Error(status))) => {
+            let failure = Failure::of_status(&status);
+            // 410: this resourceVersion can no longer be resumed; the machine relists.
+            let next = (!failure.is_gone()).then_some(State::Resume { rv, after_failure: true });
+            (Some(Err(failure)), next)
+        }
+        Some(Err(error)) => (Some(Err(Failure::of_request(error))), Some(State::Resume { rv, after_failure: true })),
+        None => (Some(Ok(Item::WatchEnded)), Some(State::Resume { rv, after_failure: false })),
+    }
+}
+
+/// The watch that resumes after a failure: long enough for the apiserver's bookmark (2 s before
+/// its end), short enough that a lagging apiserver shows within seconds.
+const SHORT_WATCH_SECONDS: u32 = 3;
+
+fn no_resource_version() -> Failure {
+    Failure { error: "the apiserver sent an event without a resourceVersion".into(), status: None, lagging: false }
+}
+
+/// The resourceVersion a watch resumes from: one revision before `rv`, so that the apiserver's
+/// bookmark (sent only past the revision asked for) shows it is at least at `rv` (module doc).
+/// A resourceVersion that is not an etcd revision is resumed from as it is.
+pub fn resume_after(rv: &str) -> String {
+    match rv.parse::<u64>() {
+        Ok(revision) if revision > 1 => (revision - 1).to_string(),
+        _ => rv.to_string(),
+    }
+}
+
+fn watch_params(selector: &Selector, send_initial_events: bool) -> WatchParams {
+    WatchParams {
+        label_selector: Some(selector.labels.clone()),
+        timeout: Some(selector.watch_timeout),
+        bookmarks: true,
+        send_initial_events,
+        ..WatchParams::default()
+    }
+}
+
+fn list_params(selector: &Selector, request: &ListRequest, continue_token: Option<String>) -> ListParams {
+    let (resource_version, version_match) = match &request.from {
+        ListFrom::Any => (Some("0".to_string()), None),
+        ListFrom::NotOlderThan(rv) => (Some(rv.clone()), Some(VersionMatch::NotOlderThan)),
+        ListFrom::MostRecent => (None, None),
+    };
+    let limit = match request.method {
+        ListMethod::Paged(size) => Some(size),
+        ListMethod::Whole | ListMethod::Streaming => None,
+    };
+    ListParams {
+        label_selector: Some(selector.labels.clone()),
+        resource_version,
+        version_match,
+        limit,
+        continue_token,
+        ..ListParams::default()
+    }
+}
+
+/// The error and its causes, on one line.
+pub fn describe(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watch_resumes_one_revision_before_the_last_seen() {
+        assert_eq!(resume_after("542"), "541");
+        assert_eq!(resume_after("1"), "1");
+        assert_eq!(resume_after("not-a-revision"), "not-a-revision");
+    }
+
+    #[test]
+    fn each_list_asks_for_what_the_machine_chose() {
+        let selector = Selector { labels: "spark-role=executor".into(), watch_timeout: 30 };
+        let request = |method, from| ListRequest { method, from };
+        let any = list_params(&selector, &request(ListMethod::Whole, ListFrom::Any), None);
+        assert_eq!((any.resource_version.as_deref(), any.version_match, any.limit), (Some("0"), None, None));
+        let not_older = list_params(&selector, &request(ListMethod::Whole, ListFrom::NotOlderThan("542".into())), None);
+        assert_eq!(not_older.resource_version.as_deref(), Some("542"));
+        assert_eq!(not_older.version_match, Some(VersionMatch::NotOlderThan));
+        let consistent = list_params(&selector, &request(ListMethod::Paged(500), ListFrom::MostRecent), None);
+        assert_eq!((consistent.resource_version, consistent.version_match, consistent.limit), (None, None, Some(500)));
+    }
+
+    #[test]
+    fn too_large_resource_version_is_a_lagging_apiserver() {
+        let status: Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure", "code": 504, "reason": "Timeout",
+            "message": "Timeout: Too large resource version: 542, current: 522",
+            "details": {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                        "retryAfterSeconds": 1}
+        }))
+        .unwrap();
+        let failure = Failure::of_status(&status);
+        assert!(failure.lagging, "{failure:?}");
+        assert_eq!(failure.status, Some(504));
+        assert!(failure.error.contains("Too large resource version: 542, current: 522"), "{}", failure.error);
+        let gone: Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure", "code": 410, "reason": "Expired", "message": "too old resource version: 5 (9)"
+        }))
+        .unwrap();
+        assert!(Failure::of_status(&gone).is_gone() && !Failure::of_status(&gone).lagging);
+    }
+}

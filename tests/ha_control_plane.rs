@@ -1,0 +1,245 @@
+//! Never back in time on a highly available control plane: two kube-apiservers on one etcd,
+//! each with its own watch cache, behind a load balancer, as every managed cluster runs them.
+//!
+//! The scenario (issue 23): 300 executor pods; apiserver b is cut from etcd, so its watch cache
+//! freezes; 20 more executors are created and the informer sees them through a; then the load
+//! balancer moves to b, leaving the informer's connection to a held silent (a dead backend) or
+//! closing it. Only the lagging b answers until it is reconnected to etcd. In every initial-list
+//! mode and both break modes, what Spark would receive is checked:
+//!
+//! - no live pod is ever delivered as deleted (Spark removes such an executor at once);
+//! - no full snapshot lacks a live pod (missing-pod detection would remove it);
+//! - health is not `Synced` while only the lagging apiserver answers (from the silence bound on:
+//!   before that the informer cannot tell a held connection from a quiet one);
+//! - within seconds of b catching up, a full snapshot has every pod and health is `Synced`.
+//!
+//! Quick by default (every mode once); `HA_RUNS=N` repeats each case N times.
+
+mod support;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
+use parking_lot::Mutex;
+use spark_k8s_native::informer::health::SyncState;
+use spark_k8s_native::informer::ExecutorPodInformer;
+use spark_k8s_native::labels::executor_selector;
+use spark_k8s_native::pod::PodChange;
+use spark_k8s_native::settings::Settings;
+use support::kubelet;
+use support::{eventually, unique_app_id, Apiserver, Existing, Identity, LocalPlane, PlaneOptions, Route};
+
+const PODS: u64 = 300;
+const BORN_WHILE_B_LAGS: u64 = 20;
+/// How long only the lagging apiserver answers, past the moment the informer must have noticed.
+const LAGGING_WINDOW: Duration = Duration::from_secs(6);
+/// How soon after b catches up a full snapshot must have every pod.
+const RECOVERY: Duration = Duration::from_secs(15);
+
+/// What the JVM's side would have received, recorded by threads of its own.
+#[derive(Default)]
+struct Received {
+    /// Pods delivered as deleted.
+    deleted: Vec<String>,
+    /// Full snapshots: when, and which pods.
+    snapshots: Vec<(Instant, HashSet<String>)>,
+    /// Health samples: when, and the state's name.
+    health: Vec<(Instant, &'static str)>,
+}
+
+struct SparkSide {
+    received: Arc<Mutex<Received>>,
+    running: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl SparkSide {
+    fn start(informer: Arc<ExecutorPodInformer>) -> Self {
+        let received: Arc<Mutex<Received>> = Arc::default();
+        let running = Arc::new(AtomicBool::new(true));
+        let mut threads = Vec::new();
+        // The watch side: every change, as Spark's store would get it.
+        threads.push({
+            let (informer, received, running) = (informer.clone(), received.clone(), running.clone());
+            std::thread::spawn(move || {
+                while running.load(Ordering::Relaxed) {
+                    let Ok(changes) = informer.take_changes(1000, Duration::from_millis(100)) else { return };
+                    for change in changes {
+                        if let PodChange::Deleted(pod) = change {
+                            received.lock().deleted.push(pod.name.clone());
+                        }
+                    }
+                }
+            })
+        });
+        // The lister: as the Java source, wait for readiness, snapshot, 100 ms apart.
+        threads.push({
+            let (informer, received, running) = (informer.clone(), received.clone(), running.clone());
+            std::thread::spawn(move || {
+                while running.load(Ordering::Relaxed) {
+                    let ready = informer.await_lister_ready(Duration::from_millis(200));
+                    if let Ok(snapshot) = ready.and_then(|()| informer.lister_snapshot()) {
+                        let pods = snapshot.pods.iter().map(|p| p.name.clone()).collect();
+                        received.lock().snapshots.push((Instant::now(), pods));
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })
+        });
+        threads.push({
+            let (received, running) = (received.clone(), running.clone());
+            std::thread::spawn(move || {
+                while running.load(Ordering::Relaxed) {
+                    let state = informer.health().state.name();
+                    received.lock().health.push((Instant::now(), state));
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            })
+        });
+        Self { received, running, threads }
+    }
+
+    fn latest_snapshot_after(&self, after: Instant) -> Option<usize> {
+        self.received.lock().snapshots.last().filter(|(at, _)| *at > after).map(|(_, pods)| pods.len())
+    }
+
+    fn stop(self) -> Received {
+        self.running.store(false, Ordering::Relaxed);
+        for thread in self.threads {
+            thread.join().unwrap();
+        }
+        Arc::try_unwrap(self.received).ok().unwrap().into_inner()
+    }
+}
+
+/// The number of this app's executor pods apiserver `which` answers to a `resourceVersion=0` list.
+async fn listed_from_cache(plane: &LocalPlane, which: Apiserver, app: &str) -> usize {
+    let mut config = plane.config(Identity::Admin, Route::Direct);
+    config.cluster_url = plane.apiserver(which).parse().unwrap();
+    let pods: Api<Pod> = Api::namespaced(kube::Client::try_from(config).unwrap(), plane.namespace());
+    let params = ListParams::default().labels(&executor_selector(app)).match_any();
+    pods.list(&params).await.unwrap().items.len()
+}
+
+/// One run of the scenario; panics naming what broke.
+async fn lagging_apiserver_scenario(plane: &LocalPlane, initial_list: &str, existing: Existing) {
+    let case = format!("initialList={initial_list}, connection {existing:?}");
+    let app = unique_app_id("ha");
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    kubelet::create_executors(&pods, &app, 0..PODS, 16).await.unwrap();
+    let mut conf = plane.spark_conf(Identity::Restricted, Route::LoadBalancer);
+    conf.insert("spark.kubernetes.executor.missingPodDetectDelta".into(), "10s".into());
+    conf.insert("spark.kubernetes.executor.listerPollingInterval".into(), "1s".into());
+    conf.insert("spark.kubernetes.native.informer.initialList".into(), initial_list.into());
+    let settings = Settings::from_spark_conf(&conf).unwrap();
+    let silence_bound = settings.informer.silence_bound();
+    let informer = Arc::new(ExecutorPodInformer::connect(&settings, &app).await.unwrap());
+    informer.start().unwrap();
+    eventually(&format!("{case}: the first sync"), Duration::from_secs(60), || async {
+        let h = informer.health();
+        (h.state == SyncState::Synced && h.cache_size == PODS as usize).then_some(())
+    })
+    .await;
+    let spark = SparkSide::start(informer.clone());
+
+    plane.cut_from_etcd(Apiserver::B);
+    kubelet::create_executors(&pods, &app, PODS..PODS + BORN_WHILE_B_LAGS, 8).await.unwrap();
+    let total = (PODS + BORN_WHILE_B_LAGS) as usize;
+    eventually(&format!("{case}: the informer sees the new pods through a"), Duration::from_secs(30), || async {
+        (informer.health().cache_size == total).then_some(())
+    })
+    .await;
+    let saw_new = Instant::now();
+    // The case this test exists for: b's cache lacks every new pod, a's has them.
+    assert_eq!(listed_from_cache(plane, Apiserver::B, &app).await, PODS as usize, "{case}: b must lag");
+    assert_eq!(listed_from_cache(plane, Apiserver::A, &app).await, total, "{case}");
+
+    let switched = Instant::now();
+    plane.route_to(Apiserver::B, existing);
+    // The informer must notice within the silence bound (plus a tick and a lagging list's 3 s).
+    let noticed =
+        eventually(&format!("{case}: health leaves Synced"), silence_bound + Duration::from_secs(8), || async {
+            (informer.health().state != SyncState::Synced).then(Instant::now)
+        })
+        .await;
+    tokio::time::sleep(LAGGING_WINDOW).await;
+    let lagging_health = informer.health();
+    let reconnected = Instant::now();
+    plane.reconnect_to_etcd(Apiserver::B);
+    eventually(&format!("{case}: a full snapshot with every pod after b caught up"), RECOVERY, || async {
+        (spark.latest_snapshot_after(reconnected) == Some(total)).then_some(())
+    })
+    .await;
+    let recovered = reconnected.elapsed();
+    eventually(&format!("{case}: Synced again"), RECOVERY, || async {
+        (informer.health().state == SyncState::Synced).then_some(())
+    })
+    .await;
+    let received = spark.stop();
+    let health = informer.health();
+    informer.stop().await;
+    plane.release_held();
+    plane.route_to(Apiserver::A, Existing::Close);
+
+    let live: HashSet<String> = (0..PODS + BORN_WHILE_B_LAGS).map(|id| kubelet::executor_pod_name(&app, id)).collect();
+    let deleted: Vec<&String> = received.deleted.iter().filter(|name| live.contains(*name)).collect();
+    assert!(
+        deleted.is_empty(),
+        "{case}: live pods delivered as deleted: {} of them, e.g. {:?}",
+        deleted.len(),
+        deleted.first()
+    );
+    let first: HashSet<String> = (0..PODS).map(|id| kubelet::executor_pod_name(&app, id)).collect();
+    for (i, (at, pods)) in received.snapshots.iter().enumerate() {
+        // Before the informer had seen the new pods, a snapshot lacks them rightly.
+        let due = if *at > saw_new { &live } else { &first };
+        let missing = due.iter().filter(|name| !pods.contains(*name)).count();
+        assert_eq!(
+            missing,
+            0,
+            "{case}: full snapshot {i} of {} ({:.1}s after the switch) lacks {missing} live pods",
+            received.snapshots.len(),
+            at.saturating_duration_since(switched).as_secs_f64()
+        );
+    }
+    let while_lagging: Vec<&'static str> =
+        received.health.iter().filter(|(at, _)| *at >= noticed && *at < reconnected).map(|(_, s)| *s).collect();
+    assert!(while_lagging.len() >= 50, "{case}: {} health samples while b lagged", while_lagging.len());
+    let synced = while_lagging.iter().filter(|s| **s == "Synced").count();
+    assert_eq!(synced, 0, "{case}: Synced in {synced} of {} samples while only b answered", while_lagging.len());
+    eprintln!(
+        "[ha] {case}: noticed {:.1}s after the switch (silence bound {:.1}s), {} samples not Synced while b \
+         lagged ({}); full again {:.1}s after b caught up; {} snapshots, none lacking a live pod; {} lists rejected \
+         as older, {} relists, {} LIST / {} WATCH requests",
+        noticed.saturating_duration_since(switched).as_secs_f64(),
+        silence_bound.as_secs_f64(),
+        while_lagging.len(),
+        lagging_health.describe(),
+        recovered.as_secs_f64(),
+        received.snapshots.len(),
+        health.rejected_lists,
+        health.relists,
+        health.lists,
+        health.watch_connects,
+    );
+}
+
+fn runs() -> usize {
+    std::env::var("HA_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lagging_apiserver_never_sends_spark_back_in_time_in_any_list_mode_or_break() {
+    let plane = LocalPlane::start_with(PlaneOptions { ha: true, ..Default::default() });
+    for _ in 0..runs() {
+        for initial_list in ["auto", "streaming", "watchCache", "consistent"] {
+            for existing in [Existing::Hold, Existing::Close] {
+                lagging_apiserver_scenario(&plane, initial_list, existing).await;
+            }
+        }
+    }
+}

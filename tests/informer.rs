@@ -290,20 +290,20 @@ async fn a_black_hole_longer_than_the_stale_bound_makes_the_lister_unready_then_
     let app = unique_app_id("hole");
     let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
     kubelet::create_executors(&pods, &app, 0..3, 3).await.unwrap();
-    // Stale bound 3s (half of a 6s missingPodDetectDelta); watches end every 2s.
+    // Stale bound 4.5s (half of a 9s missingPodDetectDelta); watches end every 3s (the shortest).
     let informer = informer(
         &plane,
         Identity::Restricted,
         Route::Proxy,
         &app,
         &[
-            ("spark.kubernetes.executor.missingPodDetectDelta", "6s"),
+            ("spark.kubernetes.executor.missingPodDetectDelta", "9s"),
             ("spark.kubernetes.executor.listerPollingInterval", "2s"),
         ],
     )
     .await;
-    assert_eq!(informer.settings().stale_bound, Duration::from_secs(3));
-    assert_eq!(informer.settings().watch_timeout, Duration::from_secs(2));
+    assert_eq!(informer.settings().stale_bound, Duration::from_millis(4500));
+    assert_eq!(informer.settings().watch_timeout, Duration::from_secs(3));
     informer.start().unwrap();
     wait_synced(&informer).await;
     let (received, consumer) = consume(informer.clone());
@@ -324,7 +324,7 @@ async fn a_black_hole_longer_than_the_stale_bound_makes_the_lister_unready_then_
         }
     })
     .await;
-    assert!(held.elapsed() < Duration::from_secs(6), "stale only after {:?}: {refused}", held.elapsed());
+    assert!(held.elapsed() < Duration::from_secs(7), "stale only after {:?}: {refused}", held.elapsed());
     eventually("the relist that follows a stale spell", Duration::from_secs(5), || async {
         (informer.health().phase == "relisting after a stale spell").then_some(())
     })

@@ -2,12 +2,13 @@
 //! one list, as the state machine asks for it, then a watch resumed from the last
 //! resourceVersion seen, for as long as it can resume.
 //!
-//! kube-runtime 5's watcher cannot be told where a relist starts: it lists with
+//! kube-runtime 5's watcher cannot be told how a relist differs from the first list: it lists with
 //! `resourceVersion` unset (`MostRecent`) or `0` (`Any`), and streams from `0`, on every list
-//! and every relist. On a highly available control plane that lets a relist read a lagging
-//! apiserver's older watch cache (see docs/field-notes.md). So the machine chooses each list's
-//! [`ListFrom`] (client-go's rules: not older than the cache once it has synced; a consistent
-//! read after 410 Gone) and this module carries it out, as kube's watcher would otherwise.
+//! and every relist, and it tells neither the list's resourceVersion nor its bookmarks. On a
+//! highly available control plane a relist from `0` reads a lagging apiserver's older watch cache
+//! (see docs/field-notes.md). So the machine chooses each list ([`ListRequest`]: the first from
+//! any state, every relist a consistent read) and this module carries it out, as kube's watcher
+//! would otherwise.
 //!
 //! A watch is resumed one revision *before* the last resourceVersion seen: the apiserver then
 //! sends, before the watch's timeout, a bookmark at least as new as that resourceVersion, which
@@ -16,10 +17,11 @@
 //! may replay is the last one applied, which the machine recognises as a replay.
 
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use futures::stream::{self, BoxStream, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ListParams, VersionMatch, WatchEvent, WatchParams};
+use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use kube::core::Status;
 use kube::ResourceExt;
 
@@ -29,9 +31,6 @@ pub enum ListFrom {
     /// Any state the apiserver holds (`resourceVersion=0`): its watch cache, however old. Only
     /// for the first list, which has nothing to be older than.
     Any,
-    /// A state not older than this resourceVersion (`resourceVersionMatch=NotOlderThan`): an
-    /// apiserver whose cache is older waits 3 s and answers "Too large resource version".
-    NotOlderThan(String),
     /// The most recent state, a consistent read (`resourceVersion` unset): needs etcd.
     MostRecent,
 }
@@ -159,15 +158,19 @@ enum State {
     Streaming {
         request: ListRequest,
         stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>>,
+        /// The earliest the apiserver may end it (its timeout): it goes on as the watch.
+        due: Instant,
     },
-    /// Watch after this resourceVersion next; after a failure, with a short watch (below).
-    Resume {
-        rv: String,
-        after_failure: bool,
-    },
+    /// Watch after this resourceVersion next; after a failure or an early end, with a short watch
+    /// (below).
+    Resume { rv: String, short: bool },
     Watching {
         rv: String,
         stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>>,
+        /// The earliest the apiserver may end it (its timeout).
+        due: Instant,
+        /// Nothing came on it yet: it has not shown the apiserver as new as the cache.
+        quiet: bool,
     },
 }
 
@@ -178,21 +181,24 @@ async fn step(pods: &Api<Pod>, selector: &Selector, state: State) -> Step {
         State::Listing { request, continue_token, page, list_rv, began } => {
             list_step(pods, selector, request, continue_token, page, list_rv, began).await
         }
-        State::Streaming { request, stream } => streaming_step(request, stream).await,
-        State::Resume { rv, after_failure } => {
+        State::Streaming { request, stream, due } => streaming_step(request, stream, due).await,
+        State::Resume { rv, short } => {
             let mut params = watch_params(selector, false);
-            if after_failure {
+            if short {
                 // The apiserver serving a resumed watch may be another one (a load balancer's), and
                 // only its bookmark shows whether it is as new as the cache: a short watch gets it
                 // within about a second.
                 params.timeout = Some(SHORT_WATCH_SECONDS.min(selector.watch_timeout));
             }
+            let due = Instant::now() + Duration::from_secs(params.timeout.unwrap_or_default().into());
             match pods.watch(&params, &resume_after(&rv)).await {
-                Ok(stream) => (Some(Ok(Item::WatchBegan)), Some(State::Watching { rv, stream: stream.boxed() })),
-                Err(error) => (Some(Err(Failure::of_request(error))), Some(State::Resume { rv, after_failure: true })),
+                Ok(stream) => {
+                    (Some(Ok(Item::WatchBegan)), Some(State::Watching { rv, stream: stream.boxed(), due, quiet: true }))
+                }
+                Err(error) => (Some(Err(Failure::of_request(error))), Some(State::Resume { rv, short: true })),
             }
         }
-        State::Watching { rv, stream } => watching_step(rv, stream).await,
+        State::Watching { rv, stream, due, quiet } => watching_step(rv, stream, due, quiet).await,
     }
 }
 
@@ -214,20 +220,17 @@ async fn list_step(
     }
     if let (None, Some(rv)) = (&continue_token, &list_rv) {
         let rv = rv.clone();
-        return (
-            Some(Ok(Item::ListDone { resource_version: rv.clone() })),
-            Some(State::Resume { rv, after_failure: false }),
-        );
+        return (Some(Ok(Item::ListDone { resource_version: rv.clone() })), Some(State::Resume { rv, short: false }));
     }
     if request.method == ListMethod::Streaming {
         let params = watch_params(selector, true);
         let from = match &request.from {
             ListFrom::Any => "0".to_string(),
-            ListFrom::NotOlderThan(rv) => rv.clone(),
             ListFrom::MostRecent => String::new(),
         };
+        let due = Instant::now() + Duration::from_secs(selector.watch_timeout.into());
         return match pods.watch(&params, &from).await {
-            Ok(stream) => (None, Some(State::Streaming { request, stream: stream.boxed() })),
+            Ok(stream) => (None, Some(State::Streaming { request, stream: stream.boxed(), due })),
             // Listed again from the start after the caller's backoff.
             Err(error) => (Some(Err(Failure::of_request(error))), Some(restart(request))),
         };
@@ -251,26 +254,31 @@ async fn list_step(
     }
 }
 
-/// The same list again, from its first page: a list that failed half-way starts over, as
-/// kube's watcher and client-go's pager do (a continue token of a failed list may be expired).
+/// The same list again, from its first page and a new `ListBegan` (the machine drops what the
+/// failed attempt listed), as kube's watcher and client-go's pager do (a continue token of a
+/// failed list may be expired).
 fn restart(request: ListRequest) -> State {
-    State::Listing { request, continue_token: None, page: VecDeque::new(), list_rv: None, began: true }
+    State::Listing { request, continue_token: None, page: VecDeque::new(), list_rv: None, began: false }
 }
 
-async fn streaming_step(request: ListRequest, mut stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>>) -> Step {
+async fn streaming_step(
+    request: ListRequest,
+    mut stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>>,
+    due: Instant,
+) -> Step {
     match stream.next().await {
         Some(Ok(WatchEvent::Added(pod) | WatchEvent::Modified(pod))) => {
-            (Some(Ok(Item::Listed(pod))), Some(State::Streaming { request, stream }))
+            (Some(Ok(Item::Listed(pod))), Some(State::Streaming { request, stream, due }))
         }
         // The apiserver sends no deletions among the initial events.
-        Some(Ok(WatchEvent::Deleted(_))) => (None, Some(State::Streaming { request, stream })),
+        Some(Ok(WatchEvent::Deleted(_))) => (None, Some(State::Streaming { request, stream, due })),
         Some(Ok(WatchEvent::Bookmark(bookmark))) => {
             if bookmark.metadata.annotations.contains_key("k8s.io/initial-events-end") {
                 let rv = bookmark.metadata.resource_version;
                 let done = Item::ListDone { resource_version: rv.clone() };
-                (Some(Ok(done)), Some(State::Watching { rv, stream }))
+                (Some(Ok(done)), Some(State::Watching { rv, stream, due, quiet: false }))
             } else {
-                (None, Some(State::Streaming { request, stream }))
+                (None, Some(State::Streaming { request, stream, due }))
             }
         }
         Some(Ok(WatchEvent::Error(status))) => (Some(Err(Failure::of_status(&status))), Some(restart(request))),
@@ -284,29 +292,43 @@ async fn streaming_step(request: ListRequest, mut stream: BoxStream<'static, kub
     }
 }
 
-async fn watching_step(rv: String, mut stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>>) -> Step {
+async fn watching_step(
+    rv: String,
+    mut stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>>,
+    due: Instant,
+    quiet: bool,
+) -> Step {
     let item_rv = |pod: &Pod| pod.resource_version().filter(|v| !v.is_empty());
     match stream.next().await {
         Some(Ok(WatchEvent::Added(pod) | WatchEvent::Modified(pod))) => match item_rv(&pod) {
-            Some(next) => (Some(Ok(Item::Applied(pod))), Some(State::Watching { rv: next, stream })),
-            None => (Some(Err(no_resource_version())), Some(State::Resume { rv, after_failure: true })),
+            Some(next) => (Some(Ok(Item::Applied(pod))), Some(State::Watching { rv: next, stream, due, quiet: false })),
+            None => (Some(Err(no_resource_version())), Some(State::Resume { rv, short: true })),
         },
         Some(Ok(WatchEvent::Deleted(pod))) => match item_rv(&pod) {
-            Some(next) => (Some(Ok(Item::Deleted(pod))), Some(State::Watching { rv: next, stream })),
-            None => (Some(Err(no_resource_version())), Some(State::Resume { rv, after_failure: true })),
+            Some(next) => (Some(Ok(Item::Deleted(pod))), Some(State::Watching { rv: next, stream, due, quiet: false })),
+            None => (Some(Err(no_resource_version())), Some(State::Resume { rv, short: true })),
         },
         Some(Ok(WatchEvent::Bookmark(bookmark))) => {
             let next = bookmark.metadata.resource_version;
-            (Some(Ok(Item::Bookmark { resource_version: next.clone() })), Some(State::Watching { rv: next, stream }))
+            (
+                Some(Ok(Item::Bookmark { resource_version: next.clone() })),
+                Some(State::Watching { rv: next, stream, due, quiet: false }),
+            )
         }
         Some(Ok(WatchEvent::Error(status))) => {
             let failure = Failure::of_status(&status);
             // 410: this resourceVersion can no longer be resumed; the machine relists.
-            let next = (!failure.is_gone()).then_some(State::Resume { rv, after_failure: true });
+            let next = (!failure.is_gone()).then_some(State::Resume { rv, short: true });
             (Some(Err(failure)), next)
         }
-        Some(Err(error)) => (Some(Err(Failure::of_request(error))), Some(State::Resume { rv, after_failure: true })),
-        None => (Some(Ok(Item::WatchEnded)), Some(State::Resume { rv, after_failure: false })),
+        Some(Err(error)) => (Some(Err(Failure::of_request(error))), Some(State::Resume { rv, short: true })),
+        // A watch that ended before its timeout was ended by something between (a load balancer
+        // moving): the next one may be served by another apiserver, so it is short; so is the one
+        // after a watch that showed nothing (a lagging apiserver's), until one shows the cache's.
+        None => {
+            let short = quiet || Instant::now() < due;
+            (Some(Ok(Item::WatchEnded)), Some(State::Resume { rv, short }))
+        }
     }
 }
 
@@ -341,7 +363,6 @@ fn watch_params(selector: &Selector, send_initial_events: bool) -> WatchParams {
 fn list_params(selector: &Selector, request: &ListRequest, continue_token: Option<String>) -> ListParams {
     let (resource_version, version_match) = match &request.from {
         ListFrom::Any => (Some("0".to_string()), None),
-        ListFrom::NotOlderThan(rv) => (Some(rv.clone()), Some(VersionMatch::NotOlderThan)),
         ListFrom::MostRecent => (None, None),
     };
     let limit = match request.method {
@@ -390,9 +411,8 @@ mod tests {
         let request = |method, from| ListRequest { method, from };
         let any = list_params(&selector, &request(ListMethod::Whole, ListFrom::Any), None);
         assert_eq!((any.resource_version.as_deref(), any.version_match, any.limit), (Some("0"), None, None));
-        let not_older = list_params(&selector, &request(ListMethod::Whole, ListFrom::NotOlderThan("542".into())), None);
-        assert_eq!(not_older.resource_version.as_deref(), Some("542"));
-        assert_eq!(not_older.version_match, Some(VersionMatch::NotOlderThan));
+        let relist = list_params(&selector, &request(ListMethod::Whole, ListFrom::MostRecent), None);
+        assert_eq!((relist.resource_version, relist.version_match, relist.limit), (None, None, None));
         let consistent = list_params(&selector, &request(ListMethod::Paged(500), ListFrom::MostRecent), None);
         assert_eq!((consistent.resource_version, consistent.version_match, consistent.limit), (None, None, Some(500)));
     }

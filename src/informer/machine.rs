@@ -26,9 +26,10 @@
 //!   served by a lagging apiserver whose watch cache is older than ours: it accepts the watch and
 //!   sends nothing, and its clean end proves nothing. Such an end is a failure (health Degraded)
 //!   until a fresh watch follows;
-//! - never back in time: a list whose resourceVersion is older than the newest the cache has
-//!   applied is rejected (the cache stays, the informer lists again after a backoff), and relists
-//!   ask for a state not older than the cache (client-go's rules; [`InformerMachine::list_request`]);
+//! - never back in time: relists are consistent reads, which a lagging apiserver cannot answer
+//!   ([`InformerMachine::list_request`]), and a list whose resourceVersion is older than the newest
+//!   the cache has applied is rejected all the same (the cache stays, the informer lists again
+//!   after a backoff);
 //! - a silence longer than the silence bound (a watch's length plus a margin: a black hole, a
 //!   long outage) ends the watch: the informer relists, and serves nothing until that list
 //!   completes. A watch resumed after such a spell would replay what it missed in a burst whose
@@ -181,8 +182,6 @@ pub struct InformerMachine {
     /// The newest resourceVersion the cache holds everything up to (the last list's, then every
     /// event's and bookmark's): no list older than it is applied.
     resource_version: Option<String>,
-    /// The next list must be a consistent read: the last resourceVersion could not be resumed (410).
-    from_scratch: bool,
     /// The watch request in progress, if one is.
     watch: Option<CurrentWatch>,
     /// The last clean end of a fresh WATCH response at its timeout.
@@ -210,7 +209,6 @@ impl InformerMachine {
             list_began: None,
             listed_at: None,
             resource_version: None,
-            from_scratch: false,
             watch: None,
             watch_end: None,
             current_as_of: None,
@@ -285,13 +283,17 @@ impl InformerMachine {
     }
 
     fn list_began(&mut self, now: Instant) -> Vec<Effect> {
-        if self.list_began.is_some() && self.strategy == InitialList::Auto {
-            // A streaming list whose stream ended before its last initial event: the
-            // server (or something between) does not carry streaming lists through.
-            return self.fall_back_from_streaming("the stream ended before the initial events did");
+        if let Some(began) = self.list_began.filter(|_| self.strategy == InitialList::Auto) {
+            // A streaming list whose stream ended before its last initial event, cleanly: the
+            // server (or something between) does not carry streaming lists through. After a
+            // failure it is a retry.
+            let failed_since = self.failures.as_ref().is_some_and(|run| run.last_at >= began);
+            if !failed_since {
+                return self.fall_back_from_streaming("the stream ended before the initial events did");
+            }
         }
         if matches!(self.phase, Phase::Relisting { .. }) {
-            tracing::info!("relisting executor pods ({})", self.phase.name());
+            tracing::info!("relisting executor pods ({}): {:?}", self.phase.name(), self.list_request().from);
         } else {
             tracing::debug!("listing executor pods ({:?} initial list)", self.strategy);
         }
@@ -319,7 +321,6 @@ impl InformerMachine {
             return vec![Effect::Relist];
         }
         self.resource_version = Some(resource_version);
-        self.from_scratch = false;
         let changes = self.cache.complete_list();
         let pods = self.cache.snapshot();
         // The list holds the apiserver's state as of its resourceVersion; the watch that
@@ -341,9 +342,10 @@ impl InformerMachine {
             );
         } else {
             tracing::info!(
-                "executor pod informer relisted: {} pods in {:.0} ms",
+                "executor pod informer relisted: {} pods in {:.0} ms, at resourceVersion {}",
                 pods.len(),
-                (now - began).as_secs_f64() * 1e3
+                (now - began).as_secs_f64() * 1e3,
+                self.resource_version.as_deref().unwrap_or_default()
             );
         }
         let mut effects = Vec::with_capacity(2);
@@ -438,11 +440,9 @@ impl InformerMachine {
                 self.fall_back_from_streaming("the apiserver refused it")
             }
             _ if status == Some(410) => {
-                // The resourceVersion cannot be resumed (or listed from): the next list is a
-                // consistent read, as client-go's reflector does after 410 Gone. A watch that could
-                // not resume leaves the cache as current as it was before that watch was sent; the
-                // answer that said 410 proves the apiserver alive, not the cache current.
-                self.from_scratch = true;
+                // The resourceVersion cannot be resumed: relist (a consistent read). A watch that
+                // could not resume leaves the cache as current as it was before that watch was
+                // sent; the answer that said 410 proves the apiserver alive, not the cache current.
                 if let Phase::Watching { .. } = self.phase {
                     self.current_as_of = success_before_watch.or(self.current_as_of);
                     self.phase = Phase::Relisting { cause: RelistCause::Gone };
@@ -665,22 +665,26 @@ impl InformerMachine {
         self.resource_version.as_deref()
     }
 
-    /// What the next list asks for: the first from any state the apiserver holds (or, with
-    /// `consistent`, a consistent read); every relist a state not older than the cache, so that a
-    /// lagging apiserver answers "Too large resource version" instead of the past; after 410 Gone
-    /// a consistent read (client-go's reflector: `relistResourceVersion`).
+    /// What the next list asks for. The first, as `initialList` says: streamed or whole from any
+    /// state the apiserver holds (nothing is older than an empty cache), or a consistent read.
+    /// Every relist is a consistent read (`resourceVersion` unset), served from the watch cache
+    /// once it has caught up with etcd: the one definite point at which the cache is whole and
+    /// current again. A lagging apiserver cannot answer it (it needs etcd), so a relist never goes
+    /// back in time. client-go relists "not older than" the last resourceVersion after a
+    /// disconnect, but an apiserver catching up answers that as soon as it reaches it, seconds
+    /// behind etcd, and the informer would take the list for current (docs/field-notes.md).
+    /// Relists are whole lists, not streamed: they are rare, and a streaming list's time is
+    /// bounded by the watch's timeout.
     pub fn list_request(&self) -> ListRequest {
+        let relist = self.resource_version.is_some();
         let method = match self.strategy {
-            InitialList::Auto | InitialList::Streaming => ListMethod::Streaming,
-            InitialList::WatchCache => ListMethod::Whole,
             InitialList::Consistent => ListMethod::Paged(self.bounds.page_size),
+            InitialList::Auto | InitialList::Streaming if !relist => ListMethod::Streaming,
+            InitialList::Auto | InitialList::Streaming | InitialList::WatchCache => ListMethod::Whole,
         };
-        let from = match (&self.resource_version, self.strategy) {
-            // Consistent reads are never older than anything the cache has seen.
-            (_, InitialList::Consistent) => ListFrom::MostRecent,
-            _ if self.from_scratch => ListFrom::MostRecent,
-            (None, _) => ListFrom::Any,
-            (Some(rv), _) => ListFrom::NotOlderThan(rv.clone()),
+        let from = match self.strategy {
+            InitialList::Auto | InitialList::Streaming | InitialList::WatchCache if !relist => ListFrom::Any,
+            _ => ListFrom::MostRecent,
         };
         ListRequest { method, from }
     }

@@ -531,7 +531,7 @@ fn a_list_older_than_the_cache_is_rejected_and_nothing_is_made_up_as_deleted() {
     let t0 = Instant::now();
     let mut m = watching_at(InitialList::WatchCache, 320, "542", t0);
     assert_eq!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 5100)), vec![Effect::Relist], "a stale spell");
-    assert_eq!(m.list_request().from, ListFrom::NotOlderThan("542".into()), "a relist asks for no older state");
+    assert_eq!(m.list_request().from, ListFrom::MostRecent, "a relist is a consistent read");
     let effects = relist(&mut m, 300, "522", at(t0, 6000));
     assert_eq!(effects, vec![Effect::Relist], "rejected: listed again, nothing delivered");
     assert_eq!(m.cache().len(), 320, "the cache stays as it was");
@@ -552,29 +552,41 @@ fn a_list_older_than_the_cache_is_rejected_and_nothing_is_made_up_as_deleted() {
 }
 
 #[test]
-fn each_list_asks_for_a_state_no_older_than_the_cache_and_a_consistent_read_after_410() {
+fn the_first_list_is_as_initial_list_says_and_every_relist_a_whole_consistent_read() {
     let t0 = Instant::now();
     let first = |strategy| InformerMachine::new(strategy, bounds(), t0).list_request();
     assert_eq!(first(InitialList::WatchCache), ListRequest { method: ListMethod::Whole, from: ListFrom::Any });
     assert_eq!(first(InitialList::Auto), ListRequest { method: ListMethod::Streaming, from: ListFrom::Any });
-    assert_eq!(first(InitialList::Streaming).method, ListMethod::Streaming);
+    assert_eq!(first(InitialList::Streaming), ListRequest { method: ListMethod::Streaming, from: ListFrom::Any });
     assert_eq!(
         first(InitialList::Consistent),
         ListRequest { method: ListMethod::Paged(500), from: ListFrom::MostRecent }
     );
     for strategy in [InitialList::Auto, InitialList::Streaming, InitialList::WatchCache] {
         let mut m = watching_at(strategy, 3, "40", t0);
-        assert_eq!(m.list_request().from, ListFrom::NotOlderThan("40".into()), "{strategy:?}");
-        m.step(Input::Applied(pod("p4", "41", "Pending")), at(t0, 10));
-        assert_eq!(m.list_request().from, ListFrom::NotOlderThan("41".into()), "{strategy:?}: the newest applied");
+        let relist = ListRequest { method: ListMethod::Whole, from: ListFrom::MostRecent };
+        assert_eq!(m.list_request(), relist, "{strategy:?}");
         assert_eq!(m.step(gone(Some(t0)), at(t0, 20)), vec![Effect::Relist]);
-        assert_eq!(m.list_request().from, ListFrom::MostRecent, "{strategy:?}: 410 Gone lists from scratch");
-        relist(&mut m, 4, "90", at(t0, 30));
-        assert_eq!(m.list_request().from, ListFrom::NotOlderThan("90".into()), "{strategy:?}");
+        assert_eq!(m.list_request(), relist, "{strategy:?}: after 410 Gone");
     }
-    let mut consistent = watching_at(InitialList::Consistent, 3, "40", t0);
-    consistent.step(Input::Tick { wire: Some(t0) }, at(t0, 5100));
-    assert_eq!(consistent.list_request().from, ListFrom::MostRecent, "never older than anything seen");
+    let consistent = watching_at(InitialList::Consistent, 3, "40", t0);
+    assert_eq!(consistent.list_request(), ListRequest { method: ListMethod::Paged(500), from: ListFrom::MostRecent });
+}
+
+#[test]
+fn auto_retries_a_streaming_list_that_failed_without_falling_back() {
+    let t0 = Instant::now();
+    let mut m = InformerMachine::new(InitialList::Auto, bounds(), t0);
+    m.step(Input::ListBegan, t0);
+    m.step(Input::Listed(pod("p1", "1", "Running")), t0);
+    let closed =
+        Input::Failed { error: "connection closed".into(), status: None, lagging: false, success_before_watch: None };
+    m.step(closed, at(t0, 10));
+    assert!(m.step(Input::ListBegan, at(t0, 900)).is_empty(), "a retry");
+    assert_eq!(m.strategy(), InitialList::Auto);
+    m.step(Input::Listed(pod("p2", "2", "Running")), at(t0, 950));
+    m.step(done("2"), at(t0, 1000));
+    assert_eq!(names(&m.cache().snapshot()), ["p2"], "the failed attempt's pods are dropped");
 }
 
 #[test]

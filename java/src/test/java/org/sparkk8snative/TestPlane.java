@@ -279,6 +279,13 @@ public final class TestPlane {
     return conf;
   }
 
+  /** The Spark configuration of a driver that reaches the HA plane (--ha) through its balancer. */
+  public Map<String, String> sparkConfThroughLoadBalancer() {
+    Map<String, String> conf = sparkConf(false);
+    conf.put("spark.master", "k8s://" + env.get("LOCALPLANE_LOAD_BALANCER"));
+    return conf;
+  }
+
   /** Calls the plane's fault controls (see tests/localplane/control.go). */
   public String control(String method, String path) {
     return call("LOCALPLANE_CONTROL", method, path);

@@ -52,7 +52,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * <p>With the watch cache on it runs twice more: with watches of a lister round (4 s here, twice
  * the stale bound: the default's shape), where a black hole shorter than the silence bound costs no
  * relist, but what it held back may not prove the cache until the watch ends cleanly, and the same
- * invariants on every full snapshot hold.
+ * invariants on every full snapshot hold; and on a highly available plane (two apiservers behind a
+ * load balancer): one cut from etcd while the churn goes on, the balancer moving the informer to it
+ * and away, the same invariants (docs/reliability.md, "A highly available control plane").
  *
  * <p>Seeded: {@code -Dchaos.seed=N} replays the same churn and the same faults in the same order
  * (their timing follows the machine); {@code -Dchaos.seconds=N} runs longer (the minimum set of
@@ -62,8 +64,14 @@ class ChaosRunTest {
   private static final long SEED = Long.getLong("chaos.seed", System.currentTimeMillis());
   private static final int SECONDS = Integer.getInteger("chaos.seconds", 60);
 
-  /** The lister's interval, and so the watch length: two thirds of the stale bound at least. */
+  /**
+   * The lister's interval with watches of two thirds of the stale bound (3 s, the shortest watch
+   * the apiserver sends a bookmark to, with {@link #SHORT_WATCH_STALE_BOUND_MS}).
+   */
   private static final long SHORT_WATCH_LISTER_INTERVAL_MS = 500;
+
+  /** The stale bound of the short-watch configurations: watches of 3 s are two thirds of it. */
+  private static final long SHORT_WATCH_STALE_BOUND_MS = 4_500;
 
   /**
    * Watches of a lister round (the default shape, scaled down): longer than the stale bound, so a
@@ -81,8 +89,17 @@ class ChaosRunTest {
    */
   private static final long MISSING_POD_DETECT_DELTA_MS = 30_000;
 
+  /** The stale bound of the long-watch configuration. */
+  private static final long LONG_WATCH_STALE_BOUND_MS = 2_000;
+
   /** The lister refuses a cache silent for longer; faults of a few seconds outlast it. */
-  private static final long STALE_BOUND_MS = 2_000;
+  private long staleBoundMs;
+
+  /**
+   * The highly available plane: two apiservers behind a load balancer, one of them cut from etcd at
+   * times (its watch cache lags), the balancer moving the informer between them.
+   */
+  private boolean ha;
 
   /** Time between the lister's readiness check and the store receiving the snapshot (decoding). */
   private static final long HANDOVER_SLACK_MS = 500;
@@ -98,7 +115,16 @@ class ChaosRunTest {
     RESTART("restarts", 5),
     RELIST_410("relists410", 3),
     BLACKHOLE("blackholes", 3),
-    THROTTLE("throttles", 3);
+    THROTTLE("throttles", 3),
+    /**
+     * HA: the apiserver the informer is not on is cut from etcd (its watch cache freezes) while
+     * pods change, the balancer moves the informer to it (holding or closing its connection), then
+     * it is reconnected. (An apiserver frozen under the informer is not among the faults: nothing
+     * on its watch shows it, see docs/reliability.md.)
+     */
+    LAG("lags", 4),
+    /** HA: the balancer moves the informer to the other apiserver, holding or closing. */
+    MOVE("moves", 3);
 
     final String label;
     final int atLeast;
@@ -110,12 +136,16 @@ class ChaosRunTest {
   }
 
   /**
-   * The faults a configuration can inject: compaction forces a 410 only without the watch cache.
+   * The faults a configuration can inject: compaction forces a 410 only without the watch cache;
+   * the HA plane's informer goes through its balancer, not the fault proxy.
    */
-  private static List<Kind> kinds(boolean watchCache) {
+  private List<Kind> kinds(boolean watchCache) {
+    if (ha) {
+      return List.of(Kind.RESTART, Kind.LAG, Kind.MOVE);
+    }
     return watchCache
         ? List.of(Kind.RESTART, Kind.BLACKHOLE, Kind.THROTTLE)
-        : List.of(Kind.values());
+        : List.of(Kind.RELIST_410, Kind.RESTART, Kind.BLACKHOLE, Kind.THROTTLE);
   }
 
   /** One injected fault and what the informer did about it. */
@@ -136,6 +166,9 @@ class ChaosRunTest {
 
     boolean degraded;
 
+    /** HA faults: where the balancer went (e.g. "to=b&existing=hold"). */
+    String detail = "";
+
     Fault(Kind kind, long millis) {
       this.kind = kind;
       this.millis = millis;
@@ -144,9 +177,10 @@ class ChaosRunTest {
     @Override
     public String toString() {
       return String.format(
-          "%-10s %5d ms: %s, synced %5d ms after it ended, relists +%d, 429s served %d",
+          "%-10s %5d ms%s: %s, synced %5d ms after it ended, relists +%d, 429s served %d",
           kind.label,
           end - start,
+          detail.isEmpty() ? "" : " " + detail,
           degraded ? "Degraded seen" : "Degraded NOT seen",
           recovered - end,
           relistsAfter - relistsBefore,
@@ -209,30 +243,48 @@ class ChaosRunTest {
   @Timeout(value = 30, unit = TimeUnit.MINUTES)
   void withoutTheWatchCacheTheNativeSourcesKeepSparksStoreRightThroughChurnAndFaults()
       throws Exception {
-    run(false, SHORT_WATCH_LISTER_INTERVAL_MS);
+    run(false, SHORT_WATCH_LISTER_INTERVAL_MS, SHORT_WATCH_STALE_BOUND_MS, false);
   }
 
   @Test
   @Timeout(value = 30, unit = TimeUnit.MINUTES)
   void withTheWatchCacheTheNativeSourcesKeepSparksStoreRightThroughChurnAndFaults()
       throws Exception {
-    run(true, SHORT_WATCH_LISTER_INTERVAL_MS);
+    run(true, SHORT_WATCH_LISTER_INTERVAL_MS, SHORT_WATCH_STALE_BOUND_MS, false);
   }
 
   @Test
   @Timeout(value = 30, unit = TimeUnit.MINUTES)
   void withTheWatchCacheAndWatchesOfAListerRoundTheNativeSourcesKeepSparksStoreRight()
       throws Exception {
-    run(true, LONG_WATCH_LISTER_INTERVAL_MS);
+    run(true, LONG_WATCH_LISTER_INTERVAL_MS, LONG_WATCH_STALE_BOUND_MS, false);
+  }
+
+  @Test
+  @Timeout(value = 30, unit = TimeUnit.MINUTES)
+  void onAHighlyAvailablePlaneWithALaggingApiserverTheNativeSourcesKeepSparksStoreRight()
+      throws Exception {
+    run(true, SHORT_WATCH_LISTER_INTERVAL_MS, SHORT_WATCH_STALE_BOUND_MS, true);
   }
 
   private boolean longWatches() {
-    return listerIntervalMs > STALE_BOUND_MS;
+    return listerIntervalMs > staleBoundMs;
   }
 
-  private void run(boolean watchCache, long listerIntervalMs) throws Exception {
+  private void run(boolean watchCache, long listerIntervalMs, long staleBoundMs, boolean ha)
+      throws Exception {
     this.listerIntervalMs = listerIntervalMs;
-    String config = "watchCache=" + watchCache + " listerInterval=" + listerIntervalMs + "ms";
+    this.staleBoundMs = staleBoundMs;
+    this.ha = ha;
+    String config =
+        "watchCache="
+            + watchCache
+            + " listerInterval="
+            + listerIntervalMs
+            + "ms staleBound="
+            + staleBoundMs
+            + "ms"
+            + (ha ? " ha" : "");
     System.out.println(
         "chaos "
             + config
@@ -244,17 +296,20 @@ class ChaosRunTest {
             + SEED
             + ")");
     long began = System.currentTimeMillis();
-    plane = TestPlane.start("chaos", "--watch-cache=" + watchCache);
+    plane =
+        ha
+            ? TestPlane.start("chaos", "--watch-cache=" + watchCache, "--ha")
+            : TestPlane.start("chaos", "--watch-cache=" + watchCache);
     String app = TestPlane.uniqueAppId("chaos");
     Pod driver = plane.createDriver(app);
 
     churn = new PodChurn(plane, app, SEED);
     store = new RecordingStore(this::healthNow, this::check);
-    Map<String, String> conf =
-        plane.sparkConf(true); // through the fault proxy: black holes and 429s hit the informer
+    // Through the fault proxy (black holes and 429s hit the informer), or the HA plane's balancer.
+    Map<String, String> conf = ha ? plane.sparkConfThroughLoadBalancer() : plane.sparkConf(true);
     conf.put("spark.kubernetes.executor.listerPollingInterval", listerIntervalMs + "ms");
     conf.put("spark.kubernetes.executor.missingPodDetectDelta", MISSING_POD_DETECT_DELTA_MS + "ms");
-    conf.put("spark.kubernetes.native.lister.staleBound", STALE_BOUND_MS + "ms");
+    conf.put("spark.kubernetes.native.lister.staleBound", staleBoundMs + "ms");
     conf.put("spark.kubernetes.executor.enableService", "true");
     conf.put("spark.blockManager.port", "7079");
     conf.put("spark.kubernetes.driver.pod.name", driver.getMetadata().getName());
@@ -275,6 +330,9 @@ class ChaosRunTest {
     long faultsMillis = System.currentTimeMillis() - faultsBegan;
     churn.stop();
     plane.control("POST", "/proxy/normal");
+    if (ha) {
+      plane.control("POST", "/ha/release");
+    }
     waitSynced(informer, "sync after the last fault");
 
     // The apiserver's truth, read directly (not through the proxy), once nothing changes any more.
@@ -429,7 +487,10 @@ class ChaosRunTest {
    * end before the silence bound, and a quiet watch cannot tell it from quiet.
    */
   private boolean mustDegrade(Fault fault) {
-    return !(longWatches() && fault.kind == Kind.BLACKHOLE);
+    // On the HA plane a restart of apiserver a goes unseen while the balancer is at b, and a move
+    // that closes the connection onto a current apiserver may heal between two samples.
+    return !(longWatches() && fault.kind == Kind.BLACKHOLE)
+        && !(ha && (fault.kind == Kind.RESTART || fault.kind == Kind.MOVE));
   }
 
   /**
@@ -439,8 +500,7 @@ class ChaosRunTest {
    * without the watch cache resumes the watch, unless its silence outlasted the stale bound (then
    * one). With long watches a silence costs a relist only past the silence bound, so at most one.
    */
-  private static List<String> relistProblems(
-      List<Fault> faults, boolean watchCache, boolean longWatches) {
+  private List<String> relistProblems(List<Fault> faults, boolean watchCache, boolean longWatches) {
     List<String> problems = new ArrayList<>();
     for (Fault f : faults) {
       long relists = f.relistsAfter - f.relistsBefore;
@@ -448,7 +508,9 @@ class ChaosRunTest {
           switch (f.kind) {
             case RELIST_410 -> true;
             case BLACKHOLE, THROTTLE -> !longWatches;
-            case RESTART -> watchCache;
+            case RESTART -> watchCache && !ha;
+            // A held connection costs the relist after its silence; a closed one resumes.
+            case LAG, MOVE -> false;
           };
       if (relists > 1 || (exactlyOne && relists != 1)) {
         problems.add(f.toString());
@@ -498,14 +560,22 @@ class ChaosRunTest {
             case RESTART -> 0;
             case RELIST_410 ->
                 500 + random.nextInt(500); // held shorter than the stale bound: a pure 410
-            case BLACKHOLE -> STALE_BOUND_MS + 1_000 + random.nextInt(2_000);
+            case BLACKHOLE -> staleBoundMs + 1_000 + random.nextInt(2_000);
             case THROTTLE -> 2_000 + random.nextInt(2_000);
+            // How long only the lagging apiserver answers: past the silence bound (the stale bound
+            // here), so that even a held connection is given up within the fault.
+            case LAG -> staleBoundMs + 1_000 + random.nextInt(3_000);
+            // Past the silence bound, so that a held connection is given up within the fault.
+            case MOVE -> staleBoundMs + 1_000;
           };
       Fault fault = new Fault(kind, millis);
+      if (kind == Kind.LAG || kind == Kind.MOVE) {
+        fault.detail = haTarget(kind, random);
+      }
       fault.relistsBefore = informer.health().relists();
       long throttledBefore = proxyThrottled();
       fault.start = System.currentTimeMillis();
-      inject(fault);
+      inject(fault, informer);
       fault.end = System.currentTimeMillis();
       fault.throttledServed = proxyThrottled() - throttledBefore;
       if (kind == Kind.RELIST_410) {
@@ -525,7 +595,20 @@ class ChaosRunTest {
     return done;
   }
 
-  private void inject(Fault fault) throws InterruptedException {
+  /**
+   * Where the balancer sends the informer, and what it does with the open connection: a move to the
+   * apiserver it is not on; a lag to b, the one cut (the churn writes through a).
+   */
+  private String haTarget(Kind kind, Random random) {
+    String existing = random.nextBoolean() ? "hold" : "close";
+    String to = kind == Kind.LAG || balancerAt.equals("a") ? "b" : "a";
+    return "to=" + to + "&existing=" + existing;
+  }
+
+  /** The apiserver the HA plane's balancer sends new connections to. */
+  private String balancerAt = "a";
+
+  private void inject(Fault fault, NativeInformer informer) throws InterruptedException {
     switch (fault.kind) {
       case RESTART ->
           plane.control("POST", "/apiserver/restart"); // returns once the apiserver is ready again
@@ -549,7 +632,29 @@ class ChaosRunTest {
         plane.control("POST", "/proxy/cut");
         Thread.sleep(fault.millis);
       }
+      case LAG -> {
+        if (balancerAt.equals("b")) { // the informer follows a first, so that b lags behind it
+          moveBalancer("to=a&existing=close");
+          waitSynced(informer, "the informer on apiserver a before b lags");
+        }
+        plane.control("POST", "/ha/etcd?apiserver=b&link=cut");
+        Thread.sleep(1_000); // the churn moves on without it
+        moveBalancer(fault.detail);
+        Thread.sleep(fault.millis);
+        plane.control("POST", "/ha/etcd?apiserver=b&link=open");
+        plane.control("POST", "/ha/release"); // as a balancer resets a dead backend's connections
+      }
+      case MOVE -> {
+        moveBalancer(fault.detail);
+        Thread.sleep(fault.millis);
+        plane.control("POST", "/ha/release");
+      }
     }
+  }
+
+  private void moveBalancer(String target) {
+    plane.control("POST", "/ha/route?" + target);
+    balancerAt = target.substring(3, 4);
   }
 
   /** 429 answers the fault proxy has served so far. */
@@ -569,7 +674,7 @@ class ChaosRunTest {
    * but prove the cache only at the watch's clean end (or a relist follows), which belongs to the
    * fault.
    */
-  private static void waitSynced(NativeInformer informer, String what) {
+  private void waitSynced(NativeInformer informer, String what) {
     TestPlane.eventually(
         what,
         Duration.ofSeconds(120),
@@ -577,7 +682,7 @@ class ChaosRunTest {
           InformerHealth h = informer.health();
           return h.state() == InformerHealth.State.SYNCED
               && h.millisSinceLastActivity() >= 0
-              && h.millisSinceLastActivity() < STALE_BOUND_MS
+              && h.millisSinceLastActivity() < staleBoundMs
               && informer.awaitListerReady(0) == null;
         });
   }
@@ -626,7 +731,7 @@ class ChaosRunTest {
       unsyncedOrStale.add(
           "a full snapshot of " + replacement.versions().size() + " pods before the first sync");
     } else if (health.millisSinceLastActivity() < 0
-        || health.millisSinceLastActivity() > STALE_BOUND_MS + HANDOVER_SLACK_MS) {
+        || health.millisSinceLastActivity() > staleBoundMs + HANDOVER_SLACK_MS) {
       unsyncedOrStale.add(
           "a full snapshot with the apiserver silent for "
               + health.millisSinceLastActivity()
@@ -652,7 +757,7 @@ class ChaosRunTest {
               + health;
       if (missingFor > MISSING_POD_DETECT_DELTA_MS) {
         spuriousRemovals.add(what);
-      } else if (missingFor > STALE_BOUND_MS + PROPAGATION_SLACK_MS) {
+      } else if (missingFor > staleBoundMs + PROPAGATION_SLACK_MS) {
         (firstAfterAGap ? resumeRaces : laggingSnapshots).add(what);
       }
     }
@@ -668,7 +773,7 @@ class ChaosRunTest {
       if (fault.kind != Kind.BLACKHOLE && fault.kind != Kind.THROTTLE) {
         continue;
       }
-      long from = fault.start + STALE_BOUND_MS + HANDOVER_SLACK_MS;
+      long from = fault.start + staleBoundMs + HANDOVER_SLACK_MS;
       long to = fault.start + fault.millis - 100;
       for (RecordingStore.Replacement r : store.replacements()) {
         if (r.at() > from && r.at() < to) {

@@ -403,6 +403,11 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
                 },
             };
             let effects = shared.step(input);
+            // A completed list ends the run the backoff is for: the next fault's relist goes at
+            // once, as the first did (kube's backoff would otherwise reset only after 120 s).
+            if effects.iter().any(|e| matches!(e, Effect::Listed(_))) {
+                relist_backoff.reset();
+            }
             if carry_out(&shared, effects) {
                 continue 'watcher;
             }

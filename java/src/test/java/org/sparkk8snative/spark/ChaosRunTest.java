@@ -561,7 +561,8 @@ class ChaosRunTest {
             case RELIST_410 ->
                 500 + random.nextInt(500); // held shorter than the stale bound: a pure 410
             case BLACKHOLE -> staleBoundMs + 1_000 + random.nextInt(2_000);
-            case THROTTLE -> 2_000 + random.nextInt(2_000);
+            // Past the stale bound, as a black hole: the informer is silent from the cut on.
+            case THROTTLE -> staleBoundMs + 500 + random.nextInt(2_000);
             // How long only the lagging apiserver answers: past the silence bound (the stale bound
             // here), so that even a held connection is given up within the fault.
             case LAG -> staleBoundMs + 1_000 + random.nextInt(3_000);

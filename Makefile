@@ -1,11 +1,20 @@
 # The two commands a fresh machine needs: `make demo` and `make test`.
-.PHONY: demo test plane-up plane-down node-up node-down lint format bench bench-fleet bench-node bench-informer bump-kubernetes
+.PHONY: demo test native native-smoke plane-up plane-down node-up node-down lint format bench bench-fleet bench-node bench-informer bump-kubernetes
 
 demo:
 	scripts/demo.sh
 
 test:
 	scripts/test.sh
+
+# The shipped libraries, x86_64 and aarch64, linked against glibc 2.17 and
+# stripped, their symbols beside them (docs/platforms.md; not yet in `make test`).
+native:
+	scripts/native-build.sh
+
+# The aarch64 library in an aarch64 JVM under qemu-user (docs/platforms.md).
+native-smoke:
+	scripts/native-smoke.sh aarch64
 
 plane-up:
 	scripts/plane.sh up

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Fails when a native library needs a glibc newer than the floor, naming each
+# symbol that does: the dynamic loader of an older glibc refuses the whole
+# library ("version `GLIBC_2.34' not found").
+#   scripts/check-glibc-floor.sh 2.17 LIB.so [LIB.so ...]
+# A path inside a jar reads the libraries the jar carries:
+#   scripts/check-glibc-floor.sh 2.17 java/target/spark-k8s-native_2.13-0.1.0.jar
+set -euo pipefail
+floor=$1
+shift
+readobj="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin/llvm-readobj"
+[[ -x "$readobj" ]] || { echo "llvm-readobj not found: rustup component add llvm-tools" >&2; exit 2; }
+
+# Prints "VERSION SYMBOL" for every versioned glibc symbol the library imports.
+glibc_imports() {
+  "$readobj" --dyn-syms "$1" | awk '
+    /Name: / { name = $2 }
+    /Section: Undefined/ { if (name ~ /@GLIBC_/) { split(name, p, "@"); sub(/^GLIBC_/, "", p[2]); print p[2], p[1] } }'
+}
+
+check() {
+  local lib=$1 label=$2 newest above
+  [[ -f "$lib" ]] || { echo "$label: no such file" >&2; return 1; }
+  newest=$(glibc_imports "$lib" | sort -V | tail -1)
+  above=$(glibc_imports "$lib" | awk -v floor="$floor" '
+    { split($1, v, "."); split(floor, f, ".");
+      if (v[1] > f[1] || (v[1] == f[1] && v[2] + 0 > f[2] + 0)) print "  " $2 "@GLIBC_" $1 }' | sort -u)
+  if [[ -n "$above" ]]; then
+    echo "$label needs a glibc newer than $floor:" >&2
+    echo "$above" >&2
+    return 1
+  fi
+  echo "$label: newest glibc symbol ${newest:-none} (floor $floor)"
+}
+
+status=0
+for path in "$@"; do
+  if [[ "$path" == *.jar ]]; then
+    work=$(mktemp -d)
+    unzip -q -o "$path" 'org/sparkk8snative/native/*' -d "$work"
+    found=0
+    while IFS= read -r lib; do
+      found=1
+      check "$lib" "$path!/${lib#"$work"/}" || status=1
+    done < <(find "$work" -name '*.so' | sort)
+    rm -rf "$work"
+    ((found)) || { echo "$path carries no native library" >&2; status=1; }
+  else
+    check "$path" "$path" || status=1
+  fi
+done
+exit "$status"

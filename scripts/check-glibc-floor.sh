@@ -8,8 +8,10 @@
 set -euo pipefail
 floor=$1
 shift
-readobj="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin/llvm-readobj"
-[[ -x "$readobj" ]] || { echo "llvm-readobj not found: rustup component add llvm-tools" >&2; exit 2; }
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
+ensure_llvm_tools
+readobj="$llvm_tools/llvm-readobj"
 
 # Prints "VERSION SYMBOL" for every versioned glibc symbol the library imports.
 glibc_imports() {

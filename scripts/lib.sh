@@ -74,6 +74,47 @@ ensure_tools() {
   echo "go: $(go version | cut -d' ' -f3) | $(cargo --version) | $(javac -version 2>&1) | $(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g')"
 }
 
+# For scripts/native-build.sh and native-smoke.sh: zig and cargo-zigbuild (wheels
+# from PyPI, in a virtualenv under the project's cache, put on PATH; cargo-zigbuild
+# finds zig as `python3 -m ziglang` there), the Rust standard library of each
+# architecture in "$@", and llvm-objcopy/llvm-readobj, which read every
+# architecture (Debian's x86 binutils do not read aarch64): ensure_llvm_tools.
+ziglang_version=0.17.1
+cargo_zigbuild_version=0.24.1
+ensure_cross_build_tools() {
+  local cache venv arch
+  cache=${SPARK_K8S_NATIVE_CACHE:-$HOME/.cache/spark-k8s-native}
+  venv="$cache/zig-$ziglang_version-cargo-zigbuild-$cargo_zigbuild_version"
+  if [[ ! -x "$venv/bin/cargo-zigbuild" ]]; then
+    echo "installing zig $ziglang_version and cargo-zigbuild $cargo_zigbuild_version from PyPI into $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check \
+      "ziglang==$ziglang_version" "cargo-zigbuild==$cargo_zigbuild_version"
+  fi
+  export PATH="$venv/bin:$PATH"
+  for arch in "$@"; do
+    case "$arch" in
+      x86_64 | aarch64) ;;
+      *) echo "unknown platform '$arch': give x86_64 or aarch64" >&2; exit 2 ;;
+    esac
+    if ! rustup target list --installed | grep -qx "$arch-unknown-linux-gnu"; then
+      echo "adding the Rust standard library for $arch-unknown-linux-gnu (rustup)"
+      rustup target add "$arch-unknown-linux-gnu"
+    fi
+  done
+  ensure_llvm_tools
+}
+
+# Sets llvm_tools to the directory of rustup's llvm-objcopy and llvm-readobj,
+# adding the component when it is missing.
+ensure_llvm_tools() {
+  llvm_tools="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
+  if [[ ! -x "$llvm_tools/llvm-objcopy" ]]; then
+    echo "adding llvm-objcopy and llvm-readobj (rustup component llvm-tools)" >&2
+    rustup component add llvm-tools >&2
+  fi
+}
+
 # Builds the native library and the Java classes (main and test), and writes
 # the test classpath (Spark and its dependencies) to java/target/$1.
 build_native_and_classes() {

@@ -24,37 +24,9 @@ source "$(dirname "$0")/lib.sh"
 cd "$root"
 
 glibc_floor=2.17
-ziglang_version=0.17.1
-cargo_zigbuild_version=0.24.1
 arches=("$@")
 ((${#arches[@]} > 0)) || arches=(x86_64 aarch64)
-
-cache=${SPARK_K8S_NATIVE_CACHE:-$HOME/.cache/spark-k8s-native}
-venv="$cache/zig-$ziglang_version-cargo-zigbuild-$cargo_zigbuild_version"
-if [[ ! -x "$venv/bin/cargo-zigbuild" ]]; then
-  echo "installing zig $ziglang_version and cargo-zigbuild $cargo_zigbuild_version from PyPI into $venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check \
-    "ziglang==$ziglang_version" "cargo-zigbuild==$cargo_zigbuild_version"
-fi
-# cargo-zigbuild finds zig as `python3 -m ziglang` of this virtualenv.
-export PATH="$venv/bin:$PATH"
-
-for arch in "${arches[@]}"; do
-  case "$arch" in
-    x86_64 | aarch64) ;;
-    *) echo "unknown platform '$arch': give x86_64 or aarch64" >&2; exit 2 ;;
-  esac
-  if ! rustup target list --installed | grep -qx "$arch-unknown-linux-gnu"; then
-    echo "adding the Rust standard library for $arch-unknown-linux-gnu (rustup)"
-    rustup target add "$arch-unknown-linux-gnu"
-  fi
-done
-tools="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
-if [[ ! -x "$tools/llvm-objcopy" ]]; then
-  echo "adding llvm-objcopy (rustup component llvm-tools)"
-  rustup component add llvm-tools
-fi
+ensure_cross_build_tools "${arches[@]}"
 
 for arch in "${arches[@]}"; do
   triple="$arch-unknown-linux-gnu"
@@ -64,8 +36,8 @@ for arch in "${arches[@]}"; do
   shipped="target/native/linux-$arch/libspark_k8s_native.so"
   symbols="target/native/symbols/linux-$arch/libspark_k8s_native.so.debug"
   mkdir -p "$(dirname "$shipped")" "$(dirname "$symbols")"
-  "$tools/llvm-objcopy" --only-keep-debug "$built" "$symbols"
-  "$tools/llvm-objcopy" --strip-all --add-gnu-debuglink="$symbols" "$built" "$shipped"
+  "$llvm_tools/llvm-objcopy" --only-keep-debug "$built" "$symbols"
+  "$llvm_tools/llvm-objcopy" --strip-all --add-gnu-debuglink="$symbols" "$built" "$shipped"
   printf '%s: %s bytes built, %s shipped, %s gzipped; symbols in %s\n' "$shipped" \
     "$(stat -c %s "$built")" "$(stat -c %s "$shipped")" "$(gzip -c "$shipped" | wc -c)" "$symbols"
   scripts/check-glibc-floor.sh "$glibc_floor" "$shipped"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs tests/platform/NativeLoadSmoke.java in a JVM of another architecture under
+# Runs the Rust unit tests for another architecture under qemu-user, then
+# tests/platform/NativeLoadSmoke.java in a JVM of another architecture under
 # qemu-user (binfmt is not registered in these sandboxes, so qemu is named): the
 # real loader finds the library that scripts/native-build.sh shipped for that
 # platform, in the jar's layout on the classpath, and runs an informer in it.
@@ -24,6 +25,13 @@ if ! command -v "qemu-$arch" >/dev/null || [[ ! -x "$java" ]]; then
   dpkg --print-foreign-architectures | grep -qx "$debian_arch" || dpkg --add-architecture "$debian_arch"
   apt_updated="" apt_install --no-install-recommends qemu-user "openjdk-17-jre-headless:$debian_arch"
 fi
+
+# The Rust unit tests, built for the architecture and run under qemu (the
+# build shares the dependencies of scripts/native-build.sh's).
+ensure_cross_build_tools "$arch"
+echo "==> Rust unit tests for $arch under qemu-$arch"
+runner_var="CARGO_TARGET_$(tr '[:lower:]' '[:upper:]' <<<"$arch")_UNKNOWN_LINUX_GNU_RUNNER"
+env "$runner_var=qemu-$arch" cargo-zigbuild test --release --locked --lib --target "$arch-unknown-linux-gnu.2.17"
 
 slf4j_version=2.0.17
 slf4j="$HOME/.m2/repository/org/slf4j/slf4j-api/$slf4j_version/slf4j-api-$slf4j_version.jar"

@@ -81,6 +81,9 @@ ensure_tools() {
 # architecture (Debian's x86 binutils do not read aarch64): ensure_llvm_tools.
 ziglang_version=0.17.1
 cargo_zigbuild_version=0.24.1
+# The newest glibc the shipped libraries may need (the manylinux2014 floor, and
+# Rust's own minimum for *-linux-gnu): zig links against it, the check reads it.
+glibc_floor=2.17
 ensure_cross_build_tools() {
   local cache venv arch
   cache=${SPARK_K8S_NATIVE_CACHE:-$HOME/.cache/spark-k8s-native}

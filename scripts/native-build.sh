@@ -23,7 +23,6 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$root"
 
-glibc_floor=2.17
 arches=("$@")
 ((${#arches[@]} > 0)) || arches=(x86_64 aarch64)
 ensure_cross_build_tools "${arches[@]}"

@@ -31,7 +31,7 @@ fi
 ensure_cross_build_tools "$arch"
 echo "==> Rust unit tests for $arch under qemu-$arch"
 runner_var="CARGO_TARGET_$(tr '[:lower:]' '[:upper:]' <<<"$arch")_UNKNOWN_LINUX_GNU_RUNNER"
-env "$runner_var=qemu-$arch" cargo-zigbuild test --release --locked --lib --target "$arch-unknown-linux-gnu.2.17"
+env "$runner_var=qemu-$arch" cargo-zigbuild test --release --locked --lib --target "$arch-unknown-linux-gnu.$glibc_floor"
 
 slf4j_version=2.0.17
 slf4j="$HOME/.m2/repository/org/slf4j/slf4j-api/$slf4j_version/slf4j-api-$slf4j_version.jar"

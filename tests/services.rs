@@ -92,8 +92,10 @@ async fn every_executor_pod_gets_its_service_owned_by_the_driver() {
     }
     lags.sort();
     eprintln!("pod created -> Service visible: p50 {:?}, max {:?}", lags[lags.len() / 2], lags.last().unwrap());
-    eventually("6 Services", Duration::from_secs(20), || async {
-        (app_services(&svcs, &app).await.len() == 6).then_some(())
+    // Counted once the controller has read each CREATE's answer, which may
+    // come after the apiserver shows the Service.
+    eventually("6 Services, counted", Duration::from_secs(20), || async {
+        (services.health().created >= 6 && app_services(&svcs, &app).await.len() == 6).then_some(())
     })
     .await;
     for svc in app_services(&svcs, &app).await {
@@ -163,8 +165,8 @@ async fn a_burst_of_300_executors_gets_300_services_within_the_request_bound() {
     informer.start().unwrap();
     let began = Instant::now();
     kubelet::create_executors(&pods, &app, 1..301, 32).await.unwrap();
-    eventually("300 Services", Duration::from_secs(120), || async {
-        (app_services(&svcs, &app).await.len() == 300).then_some(())
+    eventually("300 Services, counted", Duration::from_secs(120), || async {
+        (services.health().created >= 300 && app_services(&svcs, &app).await.len() == 300).then_some(())
     })
     .await;
     let health = services.health();
@@ -467,8 +469,12 @@ async fn without_an_informer_gone_executors_reported_by_the_caller_lose_their_se
     }
     controller.send(ServiceWork::Gone("1".into()));
     let gone = services::service_name(&app, "1");
-    eventually("the gone executor's Service to go", Duration::from_secs(15), || async {
-        svcs.get_opt(&gone).await.unwrap().is_none().then_some(())
+    // The apiserver shows the Service gone before the controller has read the
+    // DELETE's answer and counted it, so wait for both (CI once read the health
+    // in between: deleted 0).
+    eventually("the gone executor's Service to go and be counted", Duration::from_secs(15), || async {
+        let counted = controller.health().deleted > 0;
+        (counted && svcs.get_opt(&gone).await.unwrap().is_none()).then_some(())
     })
     .await;
     assert!(svcs.get_opt(&services::service_name(&app, "2")).await.unwrap().is_some(), "the live one stays");

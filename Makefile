@@ -1,5 +1,5 @@
 # The two commands a fresh machine needs: `make demo` and `make test`.
-.PHONY: demo test native native-smoke plane-up plane-down node-up node-down lint format bench bench-fleet bench-node bench-informer bump-kubernetes
+.PHONY: demo test native native-smoke licenses plane-up plane-down node-up node-down lint format bench bench-fleet bench-node bench-informer bump-kubernetes
 
 demo:
 	scripts/demo.sh
@@ -8,13 +8,20 @@ test:
 	scripts/test.sh
 
 # The shipped libraries, x86_64 and aarch64, linked against glibc 2.17 and
-# stripped, their symbols beside them (docs/platforms.md; not yet in `make test`).
+# stripped, their symbols beside them (docs/platforms.md; `make test` runs it).
 native:
 	scripts/native-build.sh
 
-# The aarch64 library in an aarch64 JVM under qemu-user (docs/platforms.md).
-native-smoke:
+# The aarch64 unit tests, and the jar's aarch64 library in an aarch64 JVM, under
+# qemu-user against a local plane (docs/platforms.md; `make test` runs it).
+native-smoke: native
+	cd java && mvn -B -ntp -q -pl spark-k8s-native_2.13 package -DskipTests -Dnative.dir=$(CURDIR)/target/native
 	scripts/native-smoke.sh aarch64
+
+# THIRD-PARTY-LICENSES (each jar's META-INF/), from Cargo.lock by cargo-about:
+# after a change to Cargo.lock (make test checks that it still matches).
+licenses:
+	scripts/licenses.sh generate
 
 plane-up:
 	scripts/plane.sh up
@@ -65,9 +72,9 @@ bench-informer:
 # make chaos CHAOS_SEED=<seed a run printed> CHAOS_SECONDS=600
 .PHONY: chaos
 chaos:
-	cargo build --release --locked
+	scripts/native-build.sh $$(uname -m)
 	cd java && mvn -B -ntp -pl spark-k8s-native_2.13 test -Dtest=ChaosRunTest -Dsurefire.failIfNoSpecifiedTests=false \
-	  -Dnative.lib.dir=$(CURDIR)/target/release \
+	  -Dnative.dir=$(CURDIR)/target/native \
 	  $(if $(CHAOS_SEED),-Dchaos.seed=$(CHAOS_SEED)) $(if $(CHAOS_SECONDS),-Dchaos.seconds=$(CHAOS_SECONDS))
 
 # Moves the local control plane to another Kubernetes release: go.mod's

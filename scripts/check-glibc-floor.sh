@@ -3,7 +3,8 @@
 # symbol that does: the dynamic loader of an older glibc refuses the whole
 # library ("version `GLIBC_2.34' not found").
 #   scripts/check-glibc-floor.sh 2.17 LIB.so [LIB.so ...]
-# A path inside a jar reads the libraries the jar carries:
+# Given a jar, it reads the libraries the jar carries, and fails unless there is
+# one for every platform of native_platforms (lib.sh):
 #   scripts/check-glibc-floor.sh 2.17 java/target/spark-k8s-native_2.13-0.1.0.jar
 set -euo pipefail
 floor=$1
@@ -37,16 +38,20 @@ check() {
 
 status=0
 for path in "$@"; do
-  if [[ "$path" == *.jar ]]; then
+  if [[ ! -f "$path" ]]; then
+    echo "$path: no such file" >&2
+    status=1
+  elif [[ "$path" == *.jar ]]; then
     work=$(mktemp -d)
-    unzip -q -o "$path" 'org/sparkk8snative/native/*' -d "$work"
-    found=0
+    unzip -q -o "$path" 'org/sparkk8snative/native/*' -d "$work" || true # none: named below
     while IFS= read -r lib; do
-      found=1
       check "$lib" "$path!/${lib#"$work"/}" || status=1
     done < <(find "$work" -name '*.so' | sort)
+    for arch in "${native_platforms[@]}"; do
+      [[ -f "$work/org/sparkk8snative/native/linux-$arch/libspark_k8s_native.so" ]] ||
+        { echo "$path carries no library for linux-$arch" >&2; status=1; }
+    done
     rm -rf "$work"
-    ((found)) || { echo "$path carries no native library" >&2; status=1; }
   else
     check "$path" "$path" || status=1
   fi

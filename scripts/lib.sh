@@ -74,16 +74,41 @@ ensure_tools() {
   echo "go: $(go version | cut -d' ' -f3) | $(cargo --version) | $(javac -version 2>&1) | $(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g')"
 }
 
-# For scripts/native-build.sh and native-smoke.sh: zig and cargo-zigbuild (wheels
-# from PyPI, in a virtualenv under the project's cache, put on PATH; cargo-zigbuild
-# finds zig as `python3 -m ziglang` there), the Rust standard library of each
-# architecture in "$@", and llvm-objcopy/llvm-readobj, which read every
-# architecture (Debian's x86 binutils do not read aarch64): ensure_llvm_tools.
-ziglang_version=0.17.1
-cargo_zigbuild_version=0.24.1
+# The platforms every jar carries a library for (scripts/native-build.sh builds
+# them, scripts/check-glibc-floor.sh checks that a jar has each), and this
+# machine's: the Rust and JVM tests load the library built for it, the one a jar
+# ships, not a second build against this machine's glibc.
+native_platforms=(x86_64 aarch64)
+host_arch=$(uname -m)
+# Where scripts/native-build.sh puts what the jars carry (linux-<arch>/), and the
+# host's library, which Maven's tests and the scripts' JVMs load.
+native_dir="$root/target/native"
+native_lib_dir="$native_dir/linux-$host_arch"
 # The newest glibc the shipped libraries may need (the manylinux2014 floor, and
 # Rust's own minimum for *-linux-gnu): zig links against it, the check reads it.
 glibc_floor=2.17
+# The cargo target of a platform, linked against the floor (cargo-zigbuild reads
+# the glibc version after the dot; cargo sees <arch>-unknown-linux-gnu).
+zig_target() {
+  echo "$1-unknown-linux-gnu.$glibc_floor"
+}
+
+# The jar Maven built for an artifact ($1: spark-k8s-native_2.13 or _2.12); the
+# Spark 4.x artifact builds into java/target (its pom says why).
+shipped_jar() {
+  local version dir=$root/java/$1/target
+  version=$(sed -n 's:^  <version>\(.*\)</version>:\1:p' "$root/java/pom.xml" | head -1)
+  [[ "$1" == "$spark_artifact" ]] && dir=$root/java/target
+  echo "$dir/$1-$version.jar"
+}
+
+# zig and cargo-zigbuild (wheels from PyPI, in a virtualenv under the project's
+# cache, put on PATH; cargo-zigbuild finds zig as `python3 -m ziglang` there),
+# the Rust standard library of each architecture in "$@", and
+# llvm-objcopy/llvm-readobj, which read every architecture (Debian's x86
+# binutils do not read aarch64): ensure_llvm_tools.
+ziglang_version=0.17.1
+cargo_zigbuild_version=0.24.1
 ensure_cross_build_tools() {
   local cache venv arch
   cache=${SPARK_K8S_NATIVE_CACHE:-$HOME/.cache/spark-k8s-native}
@@ -96,9 +121,9 @@ ensure_cross_build_tools() {
   fi
   export PATH="$venv/bin:$PATH"
   for arch in "$@"; do
-    case "$arch" in
-      x86_64 | aarch64) ;;
-      *) echo "unknown platform '$arch': give x86_64 or aarch64" >&2; exit 2 ;;
+    case " ${native_platforms[*]} " in
+      *" $arch "*) ;;
+      *) echo "unknown platform '$arch': give one of ${native_platforms[*]}" >&2; exit 2 ;;
     esac
     if ! rustup target list --installed | grep -qx "$arch-unknown-linux-gnu"; then
       echo "adding the Rust standard library for $arch-unknown-linux-gnu (rustup)"
@@ -118,12 +143,13 @@ ensure_llvm_tools() {
   fi
 }
 
-# Builds the native library and the Java classes (main and test), and writes
+# Builds this machine's native library (scripts/native-build.sh: the one a jar
+# ships for this platform) and the Java classes (main and test), and writes
 # the test classpath (Spark and its dependencies) to java/target/$1.
 build_native_and_classes() {
-  cargo build --release --locked
+  "$root/scripts/native-build.sh" "$host_arch"
   (cd "$root/java" && mvn -B -ntp -q -pl "$spark_artifact" test-compile dependency:build-classpath \
-    -Dmdep.outputFile="$root/java/target/$1" -Dmdep.includeScope=test -Dnative.lib.dir="$root/target/release")
+    -Dmdep.outputFile="$root/java/target/$1" -Dmdep.includeScope=test -Dnative.dir="$native_dir")
 }
 
 # Starts a fresh local control plane from the binaries in $1, in directory $2
@@ -190,23 +216,32 @@ stop_plane() {
 # Writes the node agent's image table to $1: the Spark image of the Spark version
 # the Spark 4.x artifact is built against runs tests/localnode/images/spark-entrypoint.sh, with this
 # machine's Java and the Spark jars of the classpath file $2 (what an image
-# would carry); images not in the table fail to start, naming it.
+# would carry); a second one also has the jar Maven built in its jars/ (as a
+# user bakes it into an image; ClusterModeTest). Images not in the table fail
+# to start, naming it.
 node_images() {
   local file=$1 classpath_file=$2 spark_version java_home
   spark_version=$(sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' "$root/java/$spark_artifact/pom.xml")
   java_home=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
-  cat > "$file" <<JSON
-{
-  "images": {
-    "spark-k8s-native/spark:$spark_version": {
+  echo "$(<"$classpath_file"):$(shipped_jar "$spark_artifact")" >"$classpath_file.with-the-jar"
+  spark_image() {
+    cat <<JSON
+    "spark-k8s-native/$1:$spark_version": {
       "entrypoint": ["$root/tests/localnode/images/spark-entrypoint.sh"],
       "env": {
         "PATH": "$java_home/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         "JAVA_HOME": "$java_home",
-        "SPARK_CLASSPATH_FILE": "$classpath_file",
+        "SPARK_CLASSPATH_FILE": "$2",
         "SPARK_JVM_OPTIONS_FILE": "$root/java/jvm.options"
       }
     }
+JSON
+  }
+  cat > "$file" <<JSON
+{
+  "images": {
+$(spark_image spark "$classpath_file"),
+$(spark_image spark-with-the-jar "$classpath_file.with-the-jar")
   }
 }
 JSON
@@ -264,7 +299,7 @@ spark_java() {
   local plane_env=$1
   shift
   "${java_runner[@]}" java -Xmx1g @"$root/java/jvm.options" \
-    -Djava.library.path="$root/target/release" \
+    -Djava.library.path="$native_lib_dir" \
     -Dspark.k8s.native.test.planeEnv="$plane_env" \
     -Dlog4j2.level=WARN \
     -cp "$@"

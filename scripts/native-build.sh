@@ -10,33 +10,38 @@
 #                                       in its .gnu_debuglink; gdb finds it)
 #
 # Then it checks every library it wrote against the floor (scripts/check-glibc-floor.sh).
-#   scripts/native-build.sh                 x86_64 and aarch64
-#   scripts/native-build.sh aarch64         one platform
+#   scripts/native-build.sh                 every platform of native_platforms (lib.sh)
+#   scripts/native-build.sh x86_64          one platform
+# `make test` runs it first; the Rust tests then build on the same target
+# (cargo-zigbuild test --target "$(zig_target x86_64)"), so that they share its
+# compiled dependencies and the JVM tests load the library that ships.
 #
 # zig links against the glibc version named in the target (cargo-zigbuild wraps
 # it for cargo and also compiles ring's C with it); both come from PyPI as wheels
 # and live in a virtualenv under the project's cache. The aarch64 standard
 # library and llvm-objcopy (which reads both architectures) come from rustup.
-# Not yet part of `make test`: see docs/platforms.md.
+# See docs/platforms.md.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$root"
 
 arches=("$@")
-((${#arches[@]} > 0)) || arches=(x86_64 aarch64)
+((${#arches[@]} > 0)) || arches=("${native_platforms[@]}")
 ensure_cross_build_tools "${arches[@]}"
 
 for arch in "${arches[@]}"; do
   triple="$arch-unknown-linux-gnu"
   echo "==> $triple, linked against glibc $glibc_floor"
-  cargo-zigbuild zigbuild --release --locked --lib --target "$triple.$glibc_floor"
+  cargo-zigbuild zigbuild --release --locked --lib --target "$(zig_target "$arch")"
   built="target/$triple/release/libspark_k8s_native.so"
-  shipped="target/native/linux-$arch/libspark_k8s_native.so"
-  symbols="target/native/symbols/linux-$arch/libspark_k8s_native.so.debug"
-  mkdir -p "$(dirname "$shipped")" "$(dirname "$symbols")"
-  "$llvm_tools/llvm-objcopy" --only-keep-debug "$built" "$symbols"
-  "$llvm_tools/llvm-objcopy" --strip-all --add-gnu-debuglink="$symbols" "$built" "$shipped"
+  shipped="$native_dir/linux-$arch/libspark_k8s_native.so"
+  symbols="$native_dir/symbols/linux-$arch/libspark_k8s_native.so.debug"
+  if [[ ! "$shipped" -nt "$built" ]]; then
+    mkdir -p "$(dirname "$shipped")" "$(dirname "$symbols")"
+    "$llvm_tools/llvm-objcopy" --only-keep-debug "$built" "$symbols"
+    "$llvm_tools/llvm-objcopy" --strip-all --add-gnu-debuglink="$symbols" "$built" "$shipped"
+  fi
   printf '%s: %s bytes built, %s shipped, %s gzipped; symbols in %s\n' "$shipped" \
     "$(stat -c %s "$built")" "$(stat -c %s "$shipped")" "$(gzip -c "$shipped" | wc -c)" "$symbols"
   scripts/check-glibc-floor.sh "$glibc_floor" "$shipped"

@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
-# Runs the Rust unit tests for another architecture under qemu-user, then
-# tests/platform/NativeLoadSmoke.java in a JVM of another architecture under
-# qemu-user (binfmt is not registered in these sandboxes, so qemu is named): the
-# real loader finds the library that scripts/native-build.sh shipped for that
-# platform, in the jar's layout on the classpath, and runs an informer in it.
-#   scripts/native-smoke.sh aarch64
-# Installs Debian's qemu-user and, through multiarch, its openjdk-17 JRE for the
-# architecture. Not yet part of `make test`: see docs/platforms.md.
+# Proves the library of another architecture, not only builds it: its Rust unit
+# tests under qemu-user, then tests/platform/NativeLoadSmoke.java in a JVM of
+# that architecture under qemu-user, with the built jar on its classpath: the
+# real loader extracts the jar's library for that platform, an informer syncs
+# executor pods from the local control plane (the x86_64 apiserver on
+# 127.0.0.1), reads health and a lister snapshot, and closes without leaks.
+# binfmt is not registered in these sandboxes, so qemu is named.
+#   scripts/native-smoke.sh aarch64 [PLANE_DIR]
+# PLANE_DIR: a running plane (scripts/test.sh passes its JVM tests' plane);
+# without it, one is started for the run. Needs scripts/native-build.sh's
+# library and Maven's jar (java/target). Installs Debian's qemu-user and,
+# through multiarch, its openjdk-17 JRE for the architecture.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$root"
 
-arch=${1:?usage: scripts/native-smoke.sh aarch64}
+arch=${1:?usage: scripts/native-smoke.sh aarch64 [PLANE_DIR]}
+plane=${2:-}
 case "$arch" in
   aarch64) debian_arch=arm64 ;;
   *) echo "no smoke run for '$arch': give aarch64" >&2; exit 2 ;;
 esac
-lib="target/native/linux-$arch/libspark_k8s_native.so"
-[[ -f "$lib" ]] || { echo "$lib not built: run scripts/native-build.sh $arch" >&2; exit 1; }
+jar=$(shipped_jar "$spark_artifact")
+[[ -f "$jar" ]] || { echo "$jar not built: run (cd java && mvn -pl $spark_artifact package)" >&2; exit 1; }
 
 java="/usr/lib/jvm/java-17-openjdk-$debian_arch/bin/java"
 if ! command -v "qemu-$arch" >/dev/null || [[ ! -x "$java" ]]; then
@@ -31,20 +36,42 @@ fi
 ensure_cross_build_tools "$arch"
 echo "==> Rust unit tests for $arch under qemu-$arch"
 runner_var="CARGO_TARGET_$(tr '[:lower:]' '[:upper:]' <<<"$arch")_UNKNOWN_LINUX_GNU_RUNNER"
-env "$runner_var=qemu-$arch" cargo-zigbuild test --release --locked --lib --target "$arch-unknown-linux-gnu.$glibc_floor"
+env "$runner_var=qemu-$arch" cargo-zigbuild test --release --locked --lib --target "$(zig_target "$arch")"
+
+if [[ -z "$plane" ]]; then
+  plane="$root/target/localplane-native-smoke"
+  LOCALPLANE_BIN=${LOCALPLANE_BIN:-$(scripts/localplane-build.sh)}
+  start_plane "$LOCALPLANE_BIN" "$plane"
+fi
+kubectl=("${LOCALPLANE_BIN:-$(scripts/localplane-build.sh)}/kubectl" --kubeconfig "$plane/kubeconfig")
+app="spark-smoke-$arch-$$"
+pods=3
+echo "==> $pods executor pods of $app on the plane"
+for id in $(seq 1 "$pods"); do
+  cat <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $app-exec-$id
+  labels: {spark-app-selector: $app, spark-role: executor, spark-exec-id: "$id"}
+spec:
+  containers: [{name: spark-kubernetes-executor, image: spark-k8s-native/smoke}]
+---
+YAML
+done | "${kubectl[@]}" create -f - >/dev/null
 
 slf4j_version=2.0.17
 slf4j="$HOME/.m2/repository/org/slf4j/slf4j-api/$slf4j_version/slf4j-api-$slf4j_version.jar"
 [[ -f "$slf4j" ]] || mvn -B -q -ntp dependency:get -Dartifact="org.slf4j:slf4j-api:$slf4j_version" -Dtransitive=false
 work="target/native-smoke/$arch"
 rm -rf "$work"
-mkdir -p "$work/classes/org/sparkk8snative/native/linux-$arch"
-cp "$lib" "$work/classes/org/sparkk8snative/native/linux-$arch/"
-javac --release 17 -d "$work/classes" -cp "$slf4j" -sourcepath java/src/main/java tests/platform/NativeLoadSmoke.java
+mkdir -p "$work/classes"
+javac --release 17 -d "$work/classes" -cp "$jar:$slf4j" tests/platform/NativeLoadSmoke.java
 
-echo "==> NativeLoadSmoke in an $arch JVM under qemu-$arch"
+echo "==> NativeLoadSmoke in an $arch JVM under qemu-$arch, the library from $jar"
 start=$SECONDS
 "qemu-$arch" "$java" -Xshare:off -XX:TieredStopAtLevel=1 \
   -Dspark.kubernetes.native.library.extractDir="$root/$work" \
-  -cp "$work/classes:$slf4j" NativeLoadSmoke
+  -cp "$work/classes:$jar:$slf4j" NativeLoadSmoke "$plane/plane.env" "$app" "$pods"
+"${kubectl[@]}" delete pods -l "spark-app-selector=$app" --wait=false >/dev/null
 echo "passed in $((SECONDS - start)) s"

@@ -16,27 +16,44 @@ export LOCALPLANE_BIN
 echo "$LOCALPLANE_BIN"
 
 phase "node agent unit tests (go test: what the sealed cluster cannot show in minutes)"
-(cd tests/localnode/agent && go test ./...)
+# With the flags scripts/localplane-build.sh built the agent with (-trimpath is
+# part of Go's cache key): the test build reuses its compiled dependencies
+# (client-go, virtual-kubelet) instead of compiling them a second time.
+(cd tests/localnode/agent && GOFLAGS="${GOFLAGS:-} -trimpath" GOTOOLCHAIN="${GOTOOLCHAIN:-auto}" go test ./...)
 
-phase "native library (cargo build --release)"
-cargo build --release --locked
+phase "native libraries: ${native_platforms[*]} linked at glibc $glibc_floor, stripped (scripts/native-build.sh)"
+scripts/native-build.sh
+ensure_cross_build_tools "$host_arch" # cargo-zigbuild on PATH, for the Rust tests
 
 phase "lint (scripts/lint.sh: cargo fmt --check, cargo clippy -D warnings, Java format)"
 scripts/lint.sh
 
-phase "Rust tests (real control planes)"
-cargo test --release --locked -- --test-threads="${RUST_TEST_THREADS:-2}"
+# On the shipped library's target: the tests reuse its compiled dependencies
+# (a plain `cargo test` would build everything again against this machine's glibc).
+phase "Rust tests (real control planes), on $(zig_target "$host_arch")"
+cargo-zigbuild test --release --locked --target "$(zig_target "$host_arch")" -- --test-threads="${RUST_TEST_THREADS:-2}"
 
-phase "JVM tests (Maven, real .so, a real control plane, -Xcheck:jni): both artifacts; the full suite on Spark 4.2, the every-line tests on 3.5, 4.0 and 4.1"
+phase "JVM tests (Maven, the shipped .so, a real control plane, -Xcheck:jni): both artifacts; the full suite on Spark 4.2, the every-line tests on 3.5, 4.0 and 4.1; both deployed to a local Maven repository"
 # start_plane stops it on exit, keeping its logs in target/failed-plane-logs/
 # if a test failed. One reactor build (java/pom.xml): spark-k8s-native_2.13 (the
 # full suite), spark-k8s-native_2.12, then line-tests/spark-{3.5,4.0,4.1}.
 jvm_plane="$root/target/localplane-jvm-tests"
+maven_repository="$root/target/maven-repository"
 start_plane "$LOCALPLANE_BIN" "$jvm_plane"
-(cd java && mvn -B -ntp verify \
-  -Dnative.lib.dir="$root/target/release" \
+# `deploy` runs every test of `verify`, then writes the two artifacts to a local
+# Maven repository, from which the node tests install them by --packages.
+rm -rf "$maven_repository"
+(cd java && mvn -B -ntp deploy \
+  -DaltDeploymentRepository="local::file://$maven_repository" \
+  -Dnative.dir="$native_dir" \
   -Dtest.plane.env="$jvm_plane/plane.env" \
   -Dtest.jvm.options="-Xcheck:jni")
+
+phase "the artifacts: sources, javadoc, flattened POMs, licences, a library for each of ${native_platforms[*]} at glibc <= $glibc_floor"
+scripts/check-artifacts.sh "$maven_repository"
+
+phase "aarch64 under qemu-user: the Rust unit tests, and the jar's library in an aarch64 JVM against the plane"
+scripts/native-smoke.sh aarch64 "$jvm_plane"
 stop_plane_now "$LOCALPLANE_BIN" "$jvm_plane"
 
 phase "real node: sealed cluster, node smoke tests, real Spark jobs (JVM tests tagged node), node benchmark quick"
@@ -47,7 +64,8 @@ start_sealed_cluster "$LOCALPLANE_BIN" "$node_plane"
 echo "sealed run $(plane_var "$node_plane" LOCALPLANE_RUN_PREFIX): apiserver $(plane_var "$node_plane" LOCALPLANE_APISERVER)"
 (cd java && in_sealed_cluster "$LOCALPLANE_BIN" "$node_plane" mvn -o -B -pl "$spark_artifact" test \
   -Dtest.groups=node -Dtest.excludedGroups=none \
-  -Dnative.lib.dir="$root/target/release" \
+  -Dnative.dir="$native_dir" \
+  -Dtest.maven.repository="file://$maven_repository" \
   -Dtest.plane.env="$node_plane/plane.env" \
   -Dtest.jvm.options="-Xcheck:jni")
 # The real-node benchmark in quick mode, on the same cluster: proves the

@@ -128,7 +128,7 @@ public final class ClusterModeJob {
     return ((Number) source.metricRegistry().getGauges().get(name).getValue()).longValue();
   }
 
-  private static void say(String line) {
+  static void say(String line) {
     System.out.println(PREFIX + line);
     System.out.flush();
   }

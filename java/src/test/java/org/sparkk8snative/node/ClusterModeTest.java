@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.OwnerReference;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -55,7 +57,10 @@ import scala.Tuple2;
  * native allocator and informer and executor Services, runs {@link ClusterModeJob} on executor pods
  * as its own service account, with the token the node agent mounted through the TokenRequest API.
  * Then: deleting a driver pod that can no longer clean up after itself leaves it to the garbage
- * collector to remove its executor pods and Services, through their owner references.
+ * collector to remove its executor pods and Services, through their owner references. And the ways
+ * users install the jar, each in cluster mode: {@code --packages} from a Maven repository as the
+ * Spark Operator example (docs/examples/spark-application.yaml) does, and the jar baked into the
+ * image's jars/ folder.
  */
 @Tag("node")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -63,6 +68,12 @@ class ClusterModeTest {
   private static final long ROWS = 2_000_000;
   private static final int KEYS = 100;
   private static final int EXECUTORS = 2;
+
+  /** What {@link InstallPathJob} counts: the tests of how the jar is installed need the driver. */
+  private static final int INSTALL_ELEMENTS = 1_000;
+
+  private static final String PROJECT_VERSION =
+      System.getProperty("spark.k8s.native.test.projectVersion");
 
   /** Driver JVM, two executor JVMs and the job, on 2 cores shared with other tests. */
   private static final Duration DRIVER_TIMEOUT = Duration.ofSeconds(240);
@@ -157,7 +168,12 @@ class ClusterModeTest {
         JarOutputStream jar = new JarOutputStream(out);
         Stream<Path> files = Files.list(packageDir)) {
       for (Path file :
-          files.filter(f -> f.getFileName().toString().startsWith("ClusterModeJob")).toList()) {
+          files
+              .filter(
+                  f ->
+                      f.getFileName().toString().startsWith("ClusterModeJob")
+                          || f.getFileName().toString().startsWith("InstallPathJob"))
+              .toList()) {
         jar.putNextEntry(new JarEntry(classes.relativize(file).toString()));
         jar.write(Files.readAllBytes(file));
         jar.closeEntry();
@@ -197,23 +213,33 @@ class ClusterModeTest {
    */
   private Submitted submit(String tag, boolean hold) throws Exception {
     String driverPod = TestPlane.uniqueAppId("cm-" + tag) + "-driver";
+    Map<String, String> conf = clusterModeConf(driverPod, EXECUTORS);
+    conf.put("spark.driver.extraClassPath", codeSource(NativeLibrary.class).toString());
+    conf.put(
+        "spark.driver.extraJavaOptions",
+        "-D" + NativeLibrary.PATH_PROPERTY + "=" + nativeLibrary());
+    return sparkSubmit(
+        driverPod,
+        clusterModeArgs("cluster-mode-" + tag, ClusterModeJob.class, conf, jobArgs(ROWS, hold)));
+  }
+
+  /**
+   * The executors and the job as the client-mode tests shape them (ProcessNode), then what cluster
+   * mode adds: the submission's credentials, the driver pod and its account. Nothing of this
+   * project's jar or library: each test says how the driver gets them.
+   */
+  private Map<String, String> clusterModeConf(String driverPod, int executors) {
     driverPods.add(driverPod);
-    // The executors and the job as the client-mode tests shape them (ProcessNode), then what
-    // cluster mode adds: the submission's credentials, the driver pod and its account.
     SparkConf job =
         ProcessNode.withExecutorServices(
             ProcessNode.withJob(
-                ProcessNode.withNodeExecutors(new SparkConf(false)), EXECUTORS, true));
+                ProcessNode.withNodeExecutors(new SparkConf(false)), executors, true));
     Map<String, String> conf = new LinkedHashMap<>();
     for (Tuple2<String, String> entry : job.getAll()) {
       conf.put(entry._1(), entry._2());
     }
     conf.put("spark.kubernetes.namespace", ns);
-    conf.put(
-        "spark.kubernetes.authenticate.submission.caCertFile", plane.var("LOCALPLANE_CA_FILE"));
-    conf.put(
-        "spark.kubernetes.authenticate.submission.oauthTokenFile",
-        plane.var("LOCALPLANE_ADMIN_TOKEN_FILE"));
+    conf.putAll(submissionCredentials());
     conf.put("spark.kubernetes.authenticate.driver.serviceAccountName", serviceAccount);
     conf.put("spark.kubernetes.driver.pod.name", driverPod);
     conf.put("spark.kubernetes.submission.waitAppCompletion", "false");
@@ -221,12 +247,50 @@ class ClusterModeTest {
     conf.put("spark.driver.cores", "1");
     // Two cores run the whole cluster: ask the scheduler for a fraction of one.
     conf.put("spark.kubernetes.driver.request.cores", "250m");
-    conf.put("spark.driver.extraClassPath", codeSource(NativeLibrary.class).toString());
-    conf.put(
-        "spark.driver.extraJavaOptions",
-        "-D" + NativeLibrary.PATH_PROPERTY + "=" + nativeLibrary());
     conf.put("spark.ui.enabled", "false");
+    return conf;
+  }
 
+  /** How spark-submit reaches the apiserver: the admin's token (the operator has its own). */
+  private Map<String, String> submissionCredentials() {
+    return Map.of(
+        "spark.kubernetes.authenticate.submission.caCertFile", plane.var("LOCALPLANE_CA_FILE"),
+        "spark.kubernetes.authenticate.submission.oauthTokenFile",
+            plane.var("LOCALPLANE_ADMIN_TOKEN_FILE"));
+  }
+
+  /** spark-submit's arguments for a job of the job jar in cluster mode, with {@code conf}. */
+  private List<String> clusterModeArgs(
+      String name, Class<?> main, Map<String, String> conf, List<String> job) {
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "--master",
+                "k8s://" + plane.apiserverUrl(),
+                "--deploy-mode",
+                "cluster",
+                "--name",
+                name,
+                "--class",
+                main.getName()));
+    conf.forEach((key, value) -> args.addAll(List.of("--conf", key + "=" + value)));
+    args.addAll(job);
+    return args;
+  }
+
+  /** The primary resource and the arguments of {@link InstallPathJob}. */
+  private List<String> installPathJobArgs() {
+    return List.of("local://" + jobJar, String.valueOf(INSTALL_ELEMENTS));
+  }
+
+  /** The primary resource and the arguments of {@link ClusterModeJob}. */
+  private List<String> jobArgs(long rows, boolean hold) {
+    return List.of(
+        "local://" + jobJar, String.valueOf(rows), String.valueOf(KEYS), hold ? "hold" : "exit");
+  }
+
+  /** Runs spark-submit with {@code args} in a child JVM on Spark's jars, as a user runs it. */
+  private Submitted sparkSubmit(String driverPod, List<String> args) throws Exception {
     List<String> command =
         new ArrayList<>(
             List.of(
@@ -235,22 +299,8 @@ class ClusterModeTest {
                 "@" + Paths.get("jvm.options").toAbsolutePath(),
                 "-cp",
                 Files.readString(Paths.get("target", "spark-node.classpath")).trim(),
-                "org.apache.spark.deploy.SparkSubmit",
-                "--master",
-                "k8s://" + plane.apiserverUrl(),
-                "--deploy-mode",
-                "cluster",
-                "--name",
-                "cluster-mode-" + tag,
-                "--class",
-                ClusterModeJob.class.getName()));
-    conf.forEach((key, value) -> command.addAll(List.of("--conf", key + "=" + value)));
-    command.addAll(
-        List.of(
-            "local://" + jobJar,
-            String.valueOf(ROWS),
-            String.valueOf(KEYS),
-            hold ? "hold" : "exit"));
+                "org.apache.spark.deploy.SparkSubmit"));
+    command.addAll(args);
     Path log = workDir.resolve(driverPod + "-submit.log");
     long began = System.nanoTime();
     Process submit =
@@ -500,6 +550,103 @@ class ClusterModeTest {
     owned.removeIf(
         o -> o.getMetadata().getOwnerReferences().stream().noneMatch(r -> uid.equals(r.getUid())));
     return owned;
+  }
+
+  /**
+   * Installed as docs/examples/spark-application.yaml installs it: the spark-submit line the Spark
+   * Operator builds from that file, with {@code --packages} from a Maven repository (the one
+   * scripts/test.sh deployed this build's artifacts to). Spark's Ivy resolves the artifact in the
+   * submitting JVM and again in the driver pod, whose spark-submit adds the jar to the class loader
+   * the driver runs in: the allocator loads from it with no {@code spark.driver.extraClassPath},
+   * and the native library is extracted from it.
+   */
+  @Test
+  void theSparkOperatorExampleInstallsItByPackagesFromAMavenRepository() throws Exception {
+    ObjectNode app =
+        SparkOperatorSubmission.read(Paths.get("..", "docs", "examples", "spark-application.yaml"));
+    String name = TestPlane.uniqueAppId("cm-operator");
+    // What is this cluster's and this test's, not the example's.
+    ((ObjectNode) app.path("metadata")).put("name", name).put("namespace", ns);
+    ObjectNode spec = (ObjectNode) app.path("spec");
+    spec.put("image", ProcessNode.SPARK_IMAGE)
+        .put("imagePullPolicy", "Never")
+        .put("mainClass", InstallPathJob.class.getName())
+        .put("mainApplicationFile", installPathJobArgs().get(0));
+    ArrayNode arguments = spec.putArray("arguments");
+    installPathJobArgs().stream().skip(1).forEach(arguments::add);
+    ((ObjectNode) spec.path("deps")).putArray("repositories").add(mavenRepository());
+    ((ObjectNode) spec.path("driver"))
+        .put("serviceAccount", serviceAccount)
+        .put("coreRequest", "250m");
+    ((ObjectNode) spec.path("executor")).put("coreRequest", "250m").put("instances", 1);
+    ObjectNode sparkConf = (ObjectNode) spec.path("sparkConf");
+    submissionCredentials().forEach(sparkConf::put);
+    // A cache of this run's own, so that the artifact is resolved from the repository.
+    Path ivy = workDir.resolve("ivy-" + name);
+    sparkConf.put("spark.jars.ivy", ivy.toString());
+    sparkConf.put("spark.ui.enabled", "false");
+    String driverPod = name + "-driver";
+    driverPods.add(driverPod);
+
+    Submitted run =
+        sparkSubmit(
+            driverPod,
+            SparkOperatorSubmission.sparkSubmitArgs(app, "k8s://" + plane.apiserverUrl()));
+    Map<String, String> facts = assertTheJobRanWithTheNativeInformer(run);
+    String classesFrom = facts.get("classes-from");
+    assertTrue(
+        classesFrom.startsWith(ivy.toString())
+            && classesFrom.endsWith("spark-k8s-native_2.13-" + PROJECT_VERSION + ".jar"),
+        "the project's classes from the jar Ivy fetched: " + classesFrom);
+    System.out.printf(
+        "cluster mode, installed by --packages (the Spark Operator example): classes from %s,"
+            + " native library from %s%n",
+        classesFrom, facts.get("native-from"));
+  }
+
+  /**
+   * Baked into the image: the driver pod's image has the jar in Spark's jars/ folder, and the job
+   * sets nothing of this project but the allocator and its flag.
+   */
+  @Test
+  void bakedIntoTheImagesJarsFolderTheAllocatorNeedsNothingElse() throws Exception {
+    String driverPod = TestPlane.uniqueAppId("cm-image") + "-driver";
+    Map<String, String> conf = clusterModeConf(driverPod, 1);
+    conf.put("spark.kubernetes.driver.container.image", ProcessNode.SPARK_IMAGE_WITH_THE_JAR);
+    List<String> args =
+        clusterModeArgs("cluster-mode-image", InstallPathJob.class, conf, installPathJobArgs());
+    Map<String, String> facts = assertTheJobRanWithTheNativeInformer(sparkSubmit(driverPod, args));
+    assertEquals(ProcessNode.IMAGE_JAR.toString(), facts.get("classes-from"));
+  }
+
+  /**
+   * Waits for the driver pod of {@code run} to end, and checks that the job succeeded with the
+   * native informer and that the library was extracted from a jar; returns the job's facts.
+   */
+  private Map<String, String> assertTheJobRanWithTheNativeInformer(Submitted run) {
+    awaitRunning(run);
+    Pod ended = node.awaitEnded(run.driverPod(), DRIVER_TIMEOUT);
+    String log = log(run.driverPod());
+    assertEquals("Succeeded", ended.getStatus().getPhase(), tail(log, 60));
+    Map<String, String> facts = jobFacts(log);
+    assertEquals("right", facts.get("answer"), tail(log, 60));
+    assertTrue(log.contains(NATIVE_INFORMER_LINE), "the driver says the native informer is in use");
+    String nativeFrom = facts.get("native-from");
+    assertTrue(
+        nativeFrom.startsWith("jar:/org/sparkk8snative/native/linux-"),
+        "the native library extracted from the jar: " + nativeFrom);
+    return facts;
+  }
+
+  /** The Maven repository holding this build's artifacts (scripts/test.sh deploys them). */
+  private static String mavenRepository() {
+    String url = System.getProperty("spark.k8s.native.test.mavenRepository", "");
+    if (url.isEmpty()) {
+      throw new IllegalStateException(
+          "no Maven repository with this build's artifacts: deploy them (scripts/test.sh does,"
+              + " to target/maven-repository) and pass -Dtest.maven.repository=file://...");
+    }
+    return url;
   }
 
   @Test

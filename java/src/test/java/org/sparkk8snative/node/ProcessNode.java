@@ -28,6 +28,21 @@ public final class ProcessNode {
       "spark-k8s-native/spark:" + org.apache.spark.package$.MODULE$.SPARK_VERSION();
 
   /**
+   * Spark's image with this project's jar baked into its jars/ folder (the image table of
+   * scripts/lib.sh, node_images: Spark's classpath and the jar Maven built, {@link #IMAGE_JAR}).
+   */
+  public static final String SPARK_IMAGE_WITH_THE_JAR =
+      "spark-k8s-native/spark-with-the-jar:" + org.apache.spark.package$.MODULE$.SPARK_VERSION();
+
+  /** The jar {@link #SPARK_IMAGE_WITH_THE_JAR} carries: the one Maven built in java/target. */
+  public static final Path IMAGE_JAR =
+      Path.of(System.getProperty("user.dir"))
+          .resolve(
+              "target/spark-k8s-native_2.13-"
+                  + System.getProperty("spark.k8s.native.test.projectVersion")
+                  + ".jar");
+
+  /**
    * The executors' preStop hook when decommissioning is on ({@code
    * spark.kubernetes.decommission.script}, /opt/decom.sh in Spark's image): pods are processes
    * here, so the path is the project's own script (tests run from java/).

@@ -217,34 +217,45 @@ stop_plane() {
 # the Spark 4.x artifact is built against runs tests/localnode/images/spark-entrypoint.sh, with this
 # machine's Java and the Spark jars of the classpath file $2 (what an image
 # would carry); a second one also has the jar Maven built in its jars/ (as a
-# user bakes it into an image; ClusterModeTest). Images not in the table fail
-# to start, naming it.
+# user bakes it into an image; ClusterModeTest); and, once Maven has written
+# Spark 3.5's classpath (java/line-tests/spark-3.5/target/spark.classpath), a
+# Spark 3.5 image. Images not in the table fail to start, naming it.
 node_images() {
-  local file=$1 classpath_file=$2 spark_version java_home
+  local file=$1 classpath_file=$2 spark_version java_home spark35_classpath spark35_version
   spark_version=$(sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' "$root/java/$spark_artifact/pom.xml")
   java_home=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
   echo "$(<"$classpath_file"):$(shipped_jar "$spark_artifact")" >"$classpath_file.with-the-jar"
+  spark35_classpath="$root/java/line-tests/spark-3.5/target/spark.classpath"
+  # The home of an image's user: not this machine's (whose ~/.m2 Spark's Ivy would search).
+  mkdir -p "$root/target/spark-image-home"
   spark_image() {
     cat <<JSON
-    "spark-k8s-native/$1:$spark_version": {
+    "spark-k8s-native/$1": {
       "entrypoint": ["$root/tests/localnode/images/spark-entrypoint.sh"],
       "env": {
         "PATH": "$java_home/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         "JAVA_HOME": "$java_home",
+        "HOME": "$root/target/spark-image-home",
         "SPARK_CLASSPATH_FILE": "$2",
         "SPARK_JVM_OPTIONS_FILE": "$root/java/jvm.options"
       }
     }
 JSON
   }
-  cat > "$file" <<JSON
-{
-  "images": {
-$(spark_image spark "$classpath_file"),
-$(spark_image spark-with-the-jar "$classpath_file.with-the-jar")
-  }
-}
-JSON
+  {
+    echo '{'
+    echo '  "images": {'
+    spark_image "spark:$spark_version" "$classpath_file"
+    echo ','
+    spark_image "spark-with-the-jar:$spark_version" "$classpath_file.with-the-jar"
+    if [[ -f "$spark35_classpath" ]]; then
+      spark35_version=$(tr ':' '\n' <"$spark35_classpath" | sed -n 's:.*/spark-core_2.12-\(.*\)\.jar$:\1:p')
+      echo ','
+      spark_image "spark:$spark35_version" "$spark35_classpath"
+    fi
+    echo '  }'
+    echo '}'
+  } >"$file"
 }
 
 # The value of KEY ($2) in the plane.env of the plane in $1.

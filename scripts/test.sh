@@ -43,7 +43,8 @@ start_plane "$LOCALPLANE_BIN" "$jvm_plane"
 # `deploy` runs every test of `verify`, then writes the two artifacts to a local
 # Maven repository, from which the node tests install them by --packages.
 rm -rf "$maven_repository"
-(cd java && mvn -B -ntp deploy \
+# Not installed to ~/.m2 (Spark's Ivy would find the artifacts there first).
+(cd java && mvn -B -ntp deploy -Dmaven.install.skip=true \
   -DaltDeploymentRepository="local::file://$maven_repository" \
   -Dnative.dir="$native_dir" \
   -Dtest.plane.env="$jvm_plane/plane.env" \

@@ -59,8 +59,8 @@ import scala.Tuple2;
  * Then: deleting a driver pod that can no longer clean up after itself leaves it to the garbage
  * collector to remove its executor pods and Services, through their owner references. And the ways
  * users install the jar, each in cluster mode: {@code --packages} from a Maven repository as the
- * Spark Operator example (docs/examples/spark-application.yaml) does, and the jar baked into the
- * image's jars/ folder.
+ * Spark Operator example (docs/examples/spark-application.yaml) does, the same for the Spark 3.5
+ * artifact on Spark 3.5, and the jar baked into the image's jars/ folder.
  */
 @Tag("node")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -291,6 +291,11 @@ class ClusterModeTest {
 
   /** Runs spark-submit with {@code args} in a child JVM on Spark's jars, as a user runs it. */
   private Submitted sparkSubmit(String driverPod, List<String> args) throws Exception {
+    return sparkSubmit(driverPod, args, Paths.get("target", "spark-node.classpath"));
+  }
+
+  /** The same on the Spark whose jars the classpath file {@code spark} lists. */
+  private Submitted sparkSubmit(String driverPod, List<String> args, Path spark) throws Exception {
     List<String> command =
         new ArrayList<>(
             List.of(
@@ -298,7 +303,7 @@ class ClusterModeTest {
                 "-Xmx384m",
                 "@" + Paths.get("jvm.options").toAbsolutePath(),
                 "-cp",
-                Files.readString(Paths.get("target", "spark-node.classpath")).trim(),
+                Files.readString(spark).trim(),
                 "org.apache.spark.deploy.SparkSubmit"));
     command.addAll(args);
     Path log = workDir.resolve(driverPod + "-submit.log");
@@ -593,15 +598,11 @@ class ClusterModeTest {
             driverPod,
             SparkOperatorSubmission.sparkSubmitArgs(app, "k8s://" + plane.apiserverUrl()));
     Map<String, String> facts = assertTheJobRanWithTheNativeInformer(run);
-    String classesFrom = facts.get("classes-from");
-    assertTrue(
-        classesFrom.startsWith(ivy.toString())
-            && classesFrom.endsWith("spark-k8s-native_2.13-" + PROJECT_VERSION + ".jar"),
-        "the project's classes from the jar Ivy fetched: " + classesFrom);
+    assertResolvedFromTheRepository(run, "spark-k8s-native_2.13", ivy, facts);
     System.out.printf(
         "cluster mode, installed by --packages (the Spark Operator example): classes from %s,"
             + " native library from %s%n",
-        classesFrom, facts.get("native-from"));
+        facts.get("classes-from"), facts.get("native-from"));
   }
 
   /**
@@ -620,6 +621,47 @@ class ClusterModeTest {
   }
 
   /**
+   * The Spark 3.5 artifact, {@code spark-k8s-native_2.12}, installed by {@code --packages} from the
+   * same Maven repository, on Spark 3.5: its spark-submit (Spark 3.5's jars, which Maven resolved
+   * for line-tests/spark-3.5), its Ivy, and a driver and executors of the node's Spark 3.5 image.
+   */
+  @Test
+  void onSpark35TheScala212ArtifactInstallsByPackages() throws Exception {
+    Path spark35 = Paths.get("line-tests", "spark-3.5", "target", "spark.classpath");
+    assertTrue(
+        Files.isRegularFile(spark35),
+        spark35 + " is missing: Maven writes it when it builds line-tests/spark-3.5");
+    String version =
+        Stream.of(Files.readString(spark35).trim().split(File.pathSeparator))
+            .map(jar -> Paths.get(jar).getFileName().toString())
+            .filter(jar -> jar.startsWith("spark-core_2.12-"))
+            .map(jar -> jar.substring("spark-core_2.12-".length(), jar.length() - ".jar".length()))
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("no spark-core_2.12 in " + spark35));
+    String name = TestPlane.uniqueAppId("cm-spark35");
+    String driverPod = name + "-driver";
+    Map<String, String> conf = clusterModeConf(driverPod, 1);
+    conf.put("spark.kubernetes.container.image", "spark-k8s-native/spark:" + version);
+    Path ivy = workDir.resolve("ivy-" + name);
+    conf.put("spark.jars.ivy", ivy.toString());
+    List<String> args = clusterModeArgs(name, InstallPathJob.class, conf, installPathJobArgs());
+    args.addAll(
+        0,
+        List.of(
+            "--packages",
+            "org.sparkk8snative:spark-k8s-native_2.12:" + PROJECT_VERSION,
+            "--repositories",
+            mavenRepository()));
+
+    Submitted run = sparkSubmit(driverPod, args, spark35);
+    Map<String, String> facts = assertTheJobRanWithTheNativeInformer(run);
+    assertResolvedFromTheRepository(run, "spark-k8s-native_2.12", ivy, facts);
+    System.out.printf(
+        "cluster mode on Spark %s, installed by --packages: classes from %s%n",
+        version, facts.get("classes-from"));
+  }
+
+  /**
    * Waits for the driver pod of {@code run} to end, and checks that the job succeeded with the
    * native informer and that the library was extracted from a jar; returns the job's facts.
    */
@@ -630,12 +672,31 @@ class ClusterModeTest {
     assertEquals("Succeeded", ended.getStatus().getPhase(), tail(log, 60));
     Map<String, String> facts = jobFacts(log);
     assertEquals("right", facts.get("answer"), tail(log, 60));
-    assertTrue(log.contains(NATIVE_INFORMER_LINE), "the driver says the native informer is in use");
+    assertTrue(
+        log.contains(NATIVE_INFORMER_LINE),
+        "the driver says the native informer is in use:\n" + tail(log, 60));
     String nativeFrom = facts.get("native-from");
     assertTrue(
         nativeFrom.startsWith("jar:/org/sparkk8snative/native/linux-"),
         "the native library extracted from the jar: " + nativeFrom);
     return facts;
+  }
+
+  /**
+   * That the driver's Ivy resolved {@code artifact} from the repository it was given (the first one
+   * given is named repo-1), not from ~/.m2 or another cache, and that the driver's classes came
+   * from the jar it fetched into {@code ivy}.
+   */
+  private void assertResolvedFromTheRepository(
+      Submitted run, String artifact, Path ivy, Map<String, String> facts) {
+    String log = log(run.driverPod());
+    String found = "found org.sparkk8snative#" + artifact + ";" + PROJECT_VERSION + " in repo-1";
+    assertTrue(log.contains(found), "the driver's Ivy says '" + found + "':\n" + tail(log, 60));
+    String classesFrom = facts.get("classes-from");
+    assertTrue(
+        classesFrom.startsWith(ivy.toString())
+            && classesFrom.endsWith(artifact + "-" + PROJECT_VERSION + ".jar"),
+        "the project's classes from the jar Ivy fetched: " + classesFrom);
   }
 
   /** The Maven repository holding this build's artifacts (scripts/test.sh deploys them). */

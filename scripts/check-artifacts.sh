@@ -33,7 +33,7 @@ for artifact in "${artifacts[@]}"; do
   if [[ -f "$base.pom" ]]; then
     ! grep -q '<parent>' "$base.pom" || fail "$base.pom names a parent: not flattened"
     for element in name description url licenses scm developers; do
-      grep -q "<$element>" "$base.pom" || fail "$base.pom has no <$element>"
+      grep -qE "<$element[ >]" "$base.pom" || fail "$base.pom has no <$element>"
     done
     grep -A3 '<artifactId>spark-kubernetes_' "$base.pom" | grep -q '<scope>provided</scope>' ||
       fail "$base.pom: Spark is not provided"

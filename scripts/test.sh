@@ -83,7 +83,7 @@ check_sealed_runs_coexist_and_crashes_are_cleaned "$LOCALPLANE_BIN" "$root/targe
 phase "benchmark harness, quick mode (scripts/bench.sh quick)"
 scripts/bench.sh quick target/bench-quick
 
-# The fleet benchmark in quick mode (3 small fleets, every contender once):
+# The fleet benchmark in quick mode (2 small fleets, every contender once):
 # fails if any figure of its report is missing; asserts nothing about speed.
 phase "fleet benchmark harness, quick mode (scripts/bench-fleet.sh quick)"
 scripts/bench-fleet.sh quick target/bench-fleet-quick

@@ -15,7 +15,7 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 repo=${1:?usage: scripts/check-artifacts.sh MAVEN_REPOSITORY_DIR}
-version=$(sed -n 's:^  <version>\(.*\)</version>:\1:p' "$root/java/pom.xml" | head -1)
+version=$(project_version)
 group_dir="$repo/org/sparkk8snative"
 artifacts=(spark-k8s-native_2.13 spark-k8s-native_2.12)
 failures=()

@@ -93,13 +93,17 @@ zig_target() {
   echo "$1-unknown-linux-gnu.$glibc_floor"
 }
 
+# The project's version, as java/pom.xml (the parent of every artifact) says it.
+project_version() {
+  sed -n 's:^  <version>\(.*\)</version>:\1:p' "$root/java/pom.xml" | head -1
+}
+
 # The jar Maven built for an artifact ($1: spark-k8s-native_2.13 or _2.12); the
 # Spark 4.x artifact builds into java/target (its pom says why).
 shipped_jar() {
-  local version dir=$root/java/$1/target
-  version=$(sed -n 's:^  <version>\(.*\)</version>:\1:p' "$root/java/pom.xml" | head -1)
+  local dir=$root/java/$1/target
   [[ "$1" == "$spark_artifact" ]] && dir=$root/java/target
-  echo "$dir/$1-$version.jar"
+  echo "$dir/$1-$(project_version).jar"
 }
 
 # zig and cargo-zigbuild (wheels from PyPI, in a virtualenv under the project's

@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
 use k8s_openapi::api::core::v1::{Pod, Service, ServicePort, ServiceSpec};
@@ -260,7 +261,8 @@ impl ExecutorServices {
         let config = crate::client::kube_config(
             &settings.client,
             &crate::client::user_agent(app_id),
-            settings.informer.watch_timeout,
+            // No watch: a response quiet for longer than the request timeout is a dead connection.
+            Duration::ZERO,
         )
         .await?;
         let client = kube::Client::try_from(config).map_err(crate::client::ClientError::from)?;
@@ -468,7 +470,7 @@ impl ExecutorServices {
             };
             match result {
                 Err(e) if attempt < ATTEMPTS && transient(&e) => {
-                    tokio::time::sleep(backoff.next().expect("the backoff never ends")).await;
+                    tokio::time::sleep(retry_delay(&e, &mut backoff)).await;
                 }
                 other => return other,
             }
@@ -479,6 +481,26 @@ impl ExecutorServices {
 
 /// What executor Services need, and what driver start-up checks.
 const SERVICE_VERBS: [&str; 3] = ["get", "create", "delete"];
+
+/// How long to wait before retrying a transient failure: the time the
+/// apiserver asked for (`retryAfterSeconds` of a 429 from API Priority and
+/// Fairness or the max-in-flight filter), as client-go waits its `Retry-After`,
+/// else the next step of the backoff. Backing off past what the apiserver asked
+/// kept a gone executor's Service up to 25 s after a 1 s throttle ended.
+fn retry_delay(error: &kube::Error, backoff: &mut impl Iterator<Item = Duration>) -> Duration {
+    let asked = match error {
+        kube::Error::Api(s) => s.details.as_ref().map_or(0, |d| d.retry_after_seconds),
+        _ => 0,
+    };
+    if asked > 0 {
+        Duration::from_secs(asked.into()).min(RETRY_AFTER_CAP)
+    } else {
+        backoff.next().expect("the backoff never ends")
+    }
+}
+
+/// The longest wait a `retryAfterSeconds` may ask for: the backoff's own cap.
+const RETRY_AFTER_CAP: Duration = Duration::from_secs(30);
 
 fn transient(error: &kube::Error) -> bool {
     match error {
@@ -508,6 +530,23 @@ mod tests {
             controller: Some(true),
             block_owner_deletion: None,
         }
+    }
+
+    fn throttled(retry_after_seconds: Option<u32>) -> kube::Error {
+        let mut status = serde_json::json!({"code": 429, "reason": "TooManyRequests"});
+        if let Some(seconds) = retry_after_seconds {
+            status["details"] = serde_json::json!({"retryAfterSeconds": seconds});
+        }
+        kube::Error::Api(Box::new(serde_json::from_value(status).unwrap()))
+    }
+
+    #[test]
+    fn a_throttled_write_waits_what_the_apiserver_asked_not_the_grown_backoff() {
+        let mut backoff = [Duration::from_secs(12), Duration::from_secs(25)].into_iter();
+        assert_eq!(retry_delay(&throttled(Some(1)), &mut backoff), Duration::from_secs(1));
+        assert_eq!(retry_delay(&throttled(Some(600)), &mut backoff), RETRY_AFTER_CAP, "capped");
+        assert_eq!(retry_delay(&throttled(None), &mut backoff), Duration::from_secs(12), "no ask: the backoff");
+        assert_eq!(retry_delay(&throttled(Some(0)), &mut backoff), Duration::from_secs(25));
     }
 
     #[test]

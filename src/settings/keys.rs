@@ -223,7 +223,7 @@ pub const SERVICE_MAX_CONCURRENT_REQUESTS: Key = Key {
     java: "SERVICE_MAX_CONCURRENT_REQUESTS",
     default: Default::Value("10"),
     meaning: "Requests for Services in flight at most, so that a burst of hundreds of executors does not flood the \
-              apiserver. Transient failures (429, 5xx, connection) are retried with backoff.",
+              apiserver. Transient failures (429, 5xx, connection) are retried with backoff, or after the time a 429 asks for.",
     since: V0_1,
     section: Section::ExecutorServices,
 };

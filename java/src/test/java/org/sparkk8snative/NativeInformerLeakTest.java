@@ -72,18 +72,32 @@ class NativeInformerLeakTest {
     long threads = Thread.getAllStackTraces().size();
     long fds = openFds();
     long rss = rssKb();
+    long nativeHeap = NativeLibrary.allocatedBytes();
     long began = System.nanoTime();
     cycles(conf, CYCLES);
     settle();
     long tookMs = (System.nanoTime() - began) / 1_000_000;
     long rssGrowthKb = rssKb() - rss;
+    long nativeHeapGrowth = NativeLibrary.allocatedBytes() - nativeHeap;
     System.out.printf(
-        "%d create/start/stop/close cycles in %d ms: JVM threads %d -> %d, fds %d -> %d, RSS +%d KiB%n",
-        CYCLES, tookMs, threads, Thread.getAllStackTraces().size(), fds, openFds(), rssGrowthKb);
+        "%d create/start/stop/close cycles in %d ms: JVM threads %d -> %d, fds %d -> %d, native heap"
+            + " %+d B, RSS +%d KiB%n",
+        CYCLES,
+        tookMs,
+        threads,
+        Thread.getAllStackTraces().size(),
+        fds,
+        openFds(),
+        nativeHeapGrowth,
+        rssGrowthKb);
     assertEquals(0, NativeInformer.openInformers());
     assertEquals(0, nativeRuntimeThreads(), "the native runtime ends with the last informer");
     assertTrue(Thread.getAllStackTraces().size() <= threads + 2, "JVM threads");
     assertTrue(openFds() <= fds + 3, "file descriptors: " + fds + " -> " + openFds());
-    assertTrue(rssGrowthKb < 5 * 1024, "RSS grew by " + rssGrowthKb + " KiB");
+    // The library's own heap, counted exactly by its allocator: a leak of 64 bytes a cycle shows.
+    assertTrue(nativeHeapGrowth < 64L * CYCLES, "native heap grew by " + nativeHeapGrowth + " B");
+    // RSS also moves with the JVM's own heap, JIT and allocator arenas (CI saw 5.3 MiB on a
+    // cold machine): a bound for gross leaks outside the counted heap only.
+    assertTrue(rssGrowthKb < 32 * 1024, "RSS grew by " + rssGrowthKb + " KiB");
   }
 }

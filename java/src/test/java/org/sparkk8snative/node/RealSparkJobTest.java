@@ -47,7 +47,10 @@ class RealSparkJobTest {
 
   private SparkConf conf(boolean nativeSources) {
     return node.sparkJobConf(
-        "real-job-" + (nativeSources ? "native" : "legacy"), EXECUTORS, nativeSources);
+            "real-job-" + (nativeSources ? "native" : "legacy"), EXECUTORS, nativeSources)
+        // Spark's own sources then LIST within the run (the count's positive control); the
+        // native sources have no such setting and never LIST.
+        .set("spark.kubernetes.executor.apiPollingInterval", "5s");
   }
 
   private static long gauge(Source source, String name) {
@@ -133,6 +136,8 @@ class RealSparkJobTest {
           run.shuffleBytes(),
           run == nativeRun ? nativeLists : legacyLists);
     }
+    assertTrue(
+        legacyLists > 0, "the audit log counts Spark's own polling LISTs of the same harness");
     assertEquals(0, nativeLists, "the native sources never LIST executor pods");
   }
 }

@@ -22,20 +22,117 @@ pub struct CachedPod {
     pub generation: u64,
     /// The executor id label (`spark-exec-id`), if any.
     pub exec_id: Option<String>,
-    /// Failed or Succeeded and not deleted: a state Spark acts on (it counts an
-    /// executor failure and logs the exit code from `PodFailed`), which a later
-    /// change of the pod must never coalesce away.
-    pub terminal: bool,
+    /// How Spark classifies this state of the pod (see [`SparkState`]).
+    pub spark_state: SparkState,
     /// The pod as JSON, without managedFields.
     pub json: Arc<[u8]>,
+}
+
+/// A state of an executor pod as Spark's `ExecutorPodsSnapshot.toState`
+/// classifies it (3.5 to 4.2 alike), which is what its lifecycle manager acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SparkState {
+    Pending,
+    Running,
+    /// Spark counts an executor failure and logs the exit code.
+    Failed,
+    /// Spark removes the executor and logs exit code 0.
+    Succeeded,
+    /// Spark removes the executor as deleted.
+    Deleted,
+    Terminating,
+    Unknown,
+}
+
+impl SparkState {
+    /// The name of Spark's class for this state (`ExecutorPodState`'s case classes).
+    pub fn spark_class_name(self) -> &'static str {
+        match self {
+            SparkState::Pending => "PodPending",
+            SparkState::Running => "PodRunning",
+            SparkState::Failed => "PodFailed",
+            SparkState::Succeeded => "PodSucceeded",
+            SparkState::Deleted => "PodDeleted",
+            SparkState::Terminating => "PodTerminating",
+            SparkState::Unknown => "PodUnknown",
+        }
+    }
+
+    /// A state Spark's lifecycle manager removes the executor on, with a reason
+    /// of its own (the exit code, or "deleted"): no later state may replace it
+    /// before Spark has seen it.
+    pub fn acted_on(self) -> bool {
+        matches!(self, SparkState::Failed | SparkState::Succeeded | SparkState::Deleted)
+    }
+}
+
+/// What Spark's classification depends on besides the pod: the driver's
+/// `spark.kubernetes.executor.checkAllContainers` and the executor container's
+/// name (`spark.kubernetes.executor.podTemplateContainerName`), which Spark's
+/// cluster manager hands `ExecutorPodsSnapshot` when the driver starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SparkStateRules {
+    pub check_all_containers: bool,
+    pub container_name: String,
+}
+
+/// Spark's own name for the executor container, when no pod template names it.
+pub const DEFAULT_EXECUTOR_CONTAINER_NAME: &str = "spark-kubernetes-executor";
+
+impl std::default::Default for SparkStateRules {
+    /// Spark 3.5's defaults (4.0 checks all containers by default).
+    fn default() -> Self {
+        Self { check_all_containers: false, container_name: DEFAULT_EXECUTOR_CONTAINER_NAME.to_string() }
+    }
+}
+
+/// How Spark classifies `pod`: `ExecutorPodsSnapshot.toState` and `isDeleted`,
+/// rule for rule. A deletionTimestamp makes a pod deleted only outside phases
+/// Running and Terminating; a Running pod whose Spark container terminated is
+/// Failed (any exit code but 0) or Succeeded, and with `check_all_containers`
+/// and restartPolicy Never, Failed if any container exited non-zero.
+pub fn spark_state(pod: &Pod, rules: &SparkStateRules) -> SparkState {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref()).map(str::to_ascii_lowercase);
+    let deleted =
+        pod.metadata.deletion_timestamp.is_some() && !matches!(phase.as_deref(), Some("running") | Some("terminating"));
+    if deleted {
+        return SparkState::Deleted;
+    }
+    match phase.as_deref() {
+        Some("pending") => SparkState::Pending,
+        Some("running") => {
+            let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_deref()).unwrap_or_default();
+            let exit_code = |c: &k8s_openapi::api::core::v1::ContainerStatus| {
+                c.state.as_ref().and_then(|s| s.terminated.as_ref()).map(|t| t.exit_code)
+            };
+            let never_restarts = pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) == Some("Never");
+            if rules.check_all_containers
+                && never_restarts
+                && statuses.iter().any(|c| exit_code(c).is_some_and(|e| e != 0))
+            {
+                return SparkState::Failed;
+            }
+            match statuses.iter().find(|c| c.name == rules.container_name).and_then(exit_code) {
+                Some(0) => SparkState::Succeeded,
+                Some(_) => SparkState::Failed,
+                None => SparkState::Running,
+            }
+        }
+        Some("failed") => SparkState::Failed,
+        Some("succeeded") => SparkState::Succeeded,
+        Some("terminating") => SparkState::Terminating,
+        _ => SparkState::Unknown,
+    }
 }
 
 /// A change to deliver to Spark's `updatePod`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PodChange {
     Applied(Arc<CachedPod>),
-    /// The pod is gone; its JSON carries a deletionTimestamp, which is how
-    /// Spark's `ExecutorPodsSnapshot` recognises a deleted pod.
+    /// The pod is gone. A watch's DELETED event is delivered as the apiserver
+    /// sent it, as Spark's own watch does; a pod a relist found gone carries a
+    /// deletionTimestamp (see [`deleted_pod`]). Either way Spark classifies it
+    /// by its own rules ([`spark_state`]), which read a Running pod as running.
     Deleted(Arc<CachedPod>),
 }
 
@@ -47,32 +144,35 @@ impl PodChange {
     }
 }
 
-/// Strips what the driver never reads and encodes the pod.
-pub fn cached_pod(mut pod: Pod, generation: u64) -> CachedPod {
+/// Strips what the driver never reads, classifies the pod as Spark does and
+/// encodes it.
+pub fn cached_pod(mut pod: Pod, generation: u64, rules: &SparkStateRules) -> CachedPod {
     // managedFields are about half of a pod's metadata and Spark never reads them.
     pod.metadata.managed_fields = None;
     let meta = &pod.metadata;
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or_default();
     CachedPod {
         name: meta.name.clone().unwrap_or_default(),
         uid: meta.uid.clone().unwrap_or_default(),
         resource_version: meta.resource_version.clone().unwrap_or_default(),
         generation,
         exec_id: meta.labels.as_ref().and_then(|l| l.get(labels::EXEC_ID)).cloned(),
-        // As Spark's ExecutorPodsSnapshot derives PodFailed / PodSucceeded.
-        terminal: meta.deletion_timestamp.is_none()
-            && (phase.eq_ignore_ascii_case("failed") || phase.eq_ignore_ascii_case("succeeded")),
+        spark_state: spark_state(&pod, rules),
         json: serde_json::to_vec(&pod).expect("a Pod always serializes").into(),
     }
 }
 
-/// A pod a relist found gone, as deleted: with a deletionTimestamp (now, if
-/// its last known state had none), which is how Spark recognises a deleted pod.
-pub fn deleted_pod(mut pod: Pod, generation: u64) -> CachedPod {
+/// A pod a relist found gone, in its last known state with a deletionTimestamp
+/// (now, if it had none): what a DELETED event after a graceful deletion
+/// carries. Spark reads it as deleted unless its phase is Running or
+/// Terminating; then, as when Spark's own watch misses a deletion, the next
+/// full snapshot, which lacks the pod, removes the executor by missing-pod
+/// detection. Its phase is not made up: Spark's exit-code and reason logic
+/// reads the pod.
+pub fn deleted_pod(mut pod: Pod, generation: u64, rules: &SparkStateRules) -> CachedPod {
     if pod.metadata.deletion_timestamp.is_none() {
         pod.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::now()));
     }
-    cached_pod(pod, generation)
+    cached_pod(pod, generation, rules)
 }
 
 /// Decodes the JSON of a cached pod (to re-mark it as deleted).
@@ -103,7 +203,7 @@ pub(crate) mod tests {
         let mut p = pod("a", "1");
         p.metadata.managed_fields =
             Some(vec![ManagedFieldsEntry { manager: Some("kubectl".into()), ..Default::default() }]);
-        let cached = cached_pod(p, 3);
+        let cached = cached_pod(p, 3, &SparkStateRules::default());
         let text = std::str::from_utf8(&cached.json).unwrap();
         assert!(!text.contains("managedFields"), "{text}");
         assert_eq!(cached.exec_id.as_deref(), Some("7"));
@@ -112,16 +212,63 @@ pub(crate) mod tests {
 
     #[test]
     fn deleted_pods_always_carry_a_deletion_timestamp() {
-        let cached = deleted_pod(pod("a", "2"), 1);
+        let cached = deleted_pod(pod("a", "2"), 1, &SparkStateRules::default());
         assert!(decode_pod(&cached.json).metadata.deletion_timestamp.is_some());
     }
 
+    fn with_status(phase: &str, containers: serde_json::Value) -> Pod {
+        let mut p = pod("a", "3");
+        p.status = Some(serde_json::from_value(json!({"phase": phase, "containerStatuses": containers})).unwrap());
+        p
+    }
+
+    fn terminated(name: &str, exit_code: i32) -> serde_json::Value {
+        json!({"name": name, "image": "spark", "imageID": "", "ready": false, "restartCount": 0,
+               "state": {"terminated": {"exitCode": exit_code}}})
+    }
+
     #[test]
-    fn failed_and_succeeded_pods_are_terminal_until_deleted() {
-        let mut failed = pod("a", "3");
-        failed.status.as_mut().unwrap().phase = Some("Failed".into());
-        assert!(cached_pod(failed.clone(), 1).terminal);
-        assert!(!deleted_pod(failed, 2).terminal, "a deleted pod is PodDeleted to Spark");
-        assert!(!cached_pod(pod("b", "1"), 3).terminal);
+    fn pods_are_classified_as_sparks_executor_pods_snapshot_does() {
+        let rules = SparkStateRules::default();
+        let state = |p: &Pod| spark_state(p, &rules);
+        assert_eq!(state(&pod("a", "1")), SparkState::Running);
+        assert_eq!(state(&with_status("Pending", json!([]))), SparkState::Pending);
+        assert_eq!(state(&with_status("Failed", json!([]))), SparkState::Failed);
+        assert_eq!(state(&with_status("Succeeded", json!([]))), SparkState::Succeeded);
+        assert_eq!(state(&with_status("Unknown", json!([]))), SparkState::Unknown);
+        assert_eq!(state(&with_status("Terminating", json!([]))), SparkState::Terminating);
+        // Running with the Spark container terminated: the exit code decides.
+        let container = DEFAULT_EXECUTOR_CONTAINER_NAME;
+        assert_eq!(state(&with_status("Running", json!([terminated(container, 137)]))), SparkState::Failed);
+        assert_eq!(state(&with_status("Running", json!([terminated(container, 0)]))), SparkState::Succeeded);
+        assert_eq!(state(&with_status("Running", json!([terminated("sidecar", 1)]))), SparkState::Running);
+        // A deletionTimestamp deletes a pod only outside Running and Terminating.
+        let mut deleted = with_status("Failed", json!([]));
+        deleted.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::now()));
+        assert_eq!(state(&deleted), SparkState::Deleted);
+        let mut running = with_status("Running", json!([terminated(container, 143)]));
+        running.metadata.deletion_timestamp = deleted.metadata.deletion_timestamp.clone();
+        assert_eq!(state(&running), SparkState::Failed, "Running: not deleted to Spark; its container failed");
+        assert!([SparkState::Failed, SparkState::Succeeded, SparkState::Deleted].iter().all(|s| s.acted_on()));
+        assert!(!SparkState::Running.acted_on() && !SparkState::Pending.acted_on());
+    }
+
+    #[test]
+    fn with_check_all_containers_a_sidecar_failure_fails_a_pod_that_never_restarts() {
+        let all = SparkStateRules { check_all_containers: true, ..SparkStateRules::default() };
+        let mut p = with_status("Running", json!([terminated("sidecar", 1)]));
+        assert_eq!(spark_state(&p, &all), SparkState::Running, "restartPolicy unset: not Never");
+        p.spec.as_mut().unwrap().restart_policy = Some("Never".into());
+        assert_eq!(spark_state(&p, &all), SparkState::Failed);
+        assert_eq!(spark_state(&p, &SparkStateRules::default()), SparkState::Running);
+        let named = SparkStateRules { container_name: "sidecar".into(), ..SparkStateRules::default() };
+        assert_eq!(spark_state(&p, &named), SparkState::Failed, "the container the driver names is Spark's");
+    }
+
+    #[test]
+    fn a_pod_found_gone_is_deleted_to_spark_unless_it_was_running() {
+        let rules = SparkStateRules::default();
+        assert_eq!(deleted_pod(with_status("Pending", json!([])), 1, &rules).spark_state, SparkState::Deleted);
+        assert_eq!(deleted_pod(pod("b", "1"), 2, &rules).spark_state, SparkState::Running);
     }
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use spark_k8s_native::pod::{CachedPod, PodChange};
+use spark_k8s_native::pod::{CachedPod, PodChange, SparkState};
 use spark_k8s_native::services::service_name;
 use spark_k8s_native::settings::{keys, parse_spark_duration, validate_app_id, Settings};
 use spark_k8s_native::wire::{decode, encode_changes, encode_snapshot, Decoded};
@@ -51,7 +51,7 @@ fn cached(name: String, generation: u64, json: Vec<u8>) -> Arc<CachedPod> {
         resource_version: generation.to_string(),
         generation,
         exec_id: None,
-        terminal: false,
+        spark_state: SparkState::Running,
         json: json.into(),
     })
 }

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use spark_k8s_native::informer::health::{NotReady, SyncState};
 use spark_k8s_native::informer::{ExecutorPodInformer, HealthReport};
 use spark_k8s_native::labels::executor_selector;
-use spark_k8s_native::pod::{decode_pod, PodChange};
+use spark_k8s_native::pod::{decode_pod, PodChange, SparkState};
 use spark_k8s_native::settings::{InitialList, Settings};
 use support::kubelet::{self, PodPhase};
 use support::{eventually, unique_app_id, Identity, LocalPlane, PlaneOptions, Route};
@@ -506,6 +506,13 @@ async fn a_stalled_consumer_still_sees_every_failure_before_its_deletion() {
     informer.start().unwrap();
     wait_synced(&informer).await;
     kubelet::create_executors(&pods, &app, 0..4, 4).await.unwrap();
+    // Executor 4 is deleted as Spark deletes a running executor: on a node, so the deletion is
+    // graceful and the pod stays, Running with a deletionTimestamp, until its kubelet reports the
+    // container's exit (137: still Running, PodFailed to Spark), then phase Failed (PodDeleted to
+    // Spark: deleted outside Running), then removes it.
+    let mut scheduled = kubelet::executor_pod(&app, 4);
+    scheduled.spec.as_mut().unwrap().node_name = Some("node-of-a-stalled-consumer".into());
+    pods.create(&Default::default(), &scheduled).await.unwrap();
     // The consumer stalls while each pod runs, fails (or succeeds) and is deleted.
     for id in 0..4 {
         let name = kubelet::executor_pod_name(&app, id);
@@ -514,27 +521,35 @@ async fn a_stalled_consumer_still_sees_every_failure_before_its_deletion() {
         kubelet::set_phase(&pods, &name, end).await.unwrap();
         kubelet::delete_pod(&pods, &name).await.unwrap();
     }
-    wait_for(&informer, "every event applied", Duration::from_secs(20), |h| h.events_applied >= 16).await;
-    let mut seen: HashMap<String, Vec<String>> = HashMap::new();
+    let deleted_while_running = kubelet::executor_pod_name(&app, 4);
+    kubelet::set_phase(&pods, &deleted_while_running, PodPhase::Running).await.unwrap();
+    pods.delete(&deleted_while_running, &kube::api::DeleteParams::default().grace_period(30)).await.unwrap();
+    kubelet::set_phase(&pods, &deleted_while_running, PodPhase::RunningExited(137)).await.unwrap();
+    kubelet::set_phase(&pods, &deleted_while_running, PodPhase::Failed(137)).await.unwrap();
+    kubelet::delete_pod(&pods, &deleted_while_running).await.unwrap();
+    // Four events for each of the first four, six for the fifth (its deletion is one).
+    let removed = |h: &HealthReport| h.events_applied >= 22 && h.cache_size == 0;
+    wait_for(&informer, "every event applied", Duration::from_secs(20), removed).await;
+    let mut seen: HashMap<String, Vec<SparkState>> = HashMap::new();
     while let Ok(batch) = informer.take_changes(100, Duration::from_millis(500)) {
         if batch.is_empty() {
             break;
         }
         for change in batch {
-            let pod = decode_pod(&change.pod().json);
-            let phase = pod.status.and_then(|s| s.phase).unwrap_or_default();
-            let state = match change {
-                PodChange::Deleted(_) => format!("deleted ({phase})"),
-                PodChange::Applied(_) => phase,
-            };
-            seen.entry(change.pod().name.clone()).or_default().push(state);
+            seen.entry(change.pod().name.clone()).or_default().push(change.pod().spark_state);
         }
     }
-    for id in 0..4 {
-        let end = if id == 3 { "Succeeded" } else { "Failed" };
+    // What Spark's lifecycle manager acts on, each once per run: from Spark's own watch, which
+    // hands every event to the store, these are the end state and then the deletion.
+    let acted_on = |states: &[SparkState]| {
+        let mut acted: Vec<SparkState> = states.iter().copied().filter(|s| s.acted_on()).collect();
+        acted.dedup();
+        acted
+    };
+    for id in 0..5 {
+        let end = if id == 3 { SparkState::Succeeded } else { SparkState::Failed };
         let states = &seen[&kubelet::executor_pod_name(&app, id)];
-        let terminal = states.iter().position(|s| s == end).unwrap_or_else(|| panic!("{end} skipped: {states:?}"));
-        assert!(states[terminal + 1..].iter().any(|s| s.starts_with("deleted")), "no deletion after {end}: {states:?}");
+        assert_eq!(acted_on(states), [end, SparkState::Deleted], "executor {id}: {states:?}");
     }
     assert!(informer.health().coalesced_changes > 0, "the consumer did fall behind");
     informer.stop().await;

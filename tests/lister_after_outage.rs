@@ -26,7 +26,7 @@ use parking_lot::Mutex;
 use spark_k8s_native::informer::health::SyncState;
 use spark_k8s_native::informer::ExecutorPodInformer;
 use spark_k8s_native::labels::executor_selector;
-use spark_k8s_native::settings::Settings;
+use spark_k8s_native::settings::{InitialList, Settings};
 use spark_k8s_native::wire::{self, encode_snapshot, Decoded};
 use support::kubelet;
 use support::{eventually, unique_app_id, Identity, LocalPlane, PlaneOptions, Route};
@@ -126,7 +126,7 @@ struct Outage {
 
 /// A plane with the watch cache on, `PODS` executors, a link slow enough that
 /// listing them takes `LIST_SECONDS`, and a synced informer behind it.
-async fn slow_link_informer(missing_pod_detect_delta: &str) -> Outage {
+async fn slow_link_informer(missing_pod_detect_delta: &str, more_conf: &[(&str, &str)]) -> Outage {
     let plane = LocalPlane::start_with(PlaneOptions { watch_cache: true, ..Default::default() });
     let app = unique_app_id("outage");
     let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
@@ -137,6 +137,7 @@ async fn slow_link_informer(missing_pod_detect_delta: &str) -> Outage {
     plane.proxy_bandwidth(list_bytes / LIST_SECONDS);
     let mut conf = plane.spark_conf(Identity::Restricted, Route::Proxy);
     conf.insert("spark.kubernetes.executor.missingPodDetectDelta".into(), missing_pod_detect_delta.into());
+    conf.extend(more_conf.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let settings = Settings::from_spark_conf(&conf).unwrap();
     let stale_bound = settings.informer.stale_bound;
     let informer = Arc::new(ExecutorPodInformer::connect(&settings, &app).await.unwrap());
@@ -147,6 +148,10 @@ async fn slow_link_informer(missing_pod_detect_delta: &str) -> Outage {
     })
     .await;
     eprintln!("[outage] {PODS} pods ({list_bytes} bytes) synced in {:?} through the slow link", began.elapsed());
+    let health = informer.health();
+    // `auto` falls back to watch-cache lists for good when a streaming list ends early.
+    assert_eq!(health.initial_list, InitialList::Auto, "the streaming list completed: {health:?}");
+    assert_eq!(health.lists, 0, "no LIST: the first list streamed {health:?}");
     Outage { plane, informer, pods, app, stale_bound }
 }
 
@@ -203,7 +208,7 @@ struct Observed {
 /// running, then checks what holds in every case: no snapshot lacks a pod older
 /// than the stale bound, and from the first one with every pod on, all have every pod.
 async fn observe_outage(missing_pod_detect_delta: &str, hole: Duration) -> Observed {
-    let outage = slow_link_informer(missing_pod_detect_delta).await;
+    let outage = slow_link_informer(missing_pod_detect_delta, &[]).await;
     let spark = SparkSide::start(outage.informer.clone());
     eventually("a first full snapshot", Duration::from_secs(10), || async {
         (spark.latest() == Some(PODS as usize)).then_some(())
@@ -225,6 +230,25 @@ async fn observe_outage(missing_pod_detect_delta: &str, hole: Duration) -> Obser
     let first_full = after.iter().position(|h| h.pods.len() == total).unwrap();
     assert!(after[first_full..].iter().all(|h| h.pods.len() == total), "a later snapshot lost pods");
     Observed { after, first_full, relists }
+}
+
+/// A streaming list that takes longer than a watch (about `LIST_SECONDS` through the slow link,
+/// watches of 3 s) completes as one: the apiserver ends a watch at its `timeoutSeconds`, initial
+/// events sent or not, so the streaming request carries the list's bound, not a watch's (with a
+/// watch's, `auto` gave up on streaming for good and the first sync took twice as long).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_list_longer_than_a_watch_completes_as_one() {
+    let watch = [("spark.kubernetes.native.informer.watchTimeout", "3s")];
+    let outage = slow_link_informer("30s", &watch).await;
+    // The list's own watch renews at 3 s as usual once the list is done.
+    let connects = outage.informer.health().watch_connects;
+    eventually("two watch renewals", Duration::from_secs(20), || async {
+        (outage.informer.health().watch_connects >= connects + 2).then_some(())
+    })
+    .await;
+    let health = outage.informer.health();
+    assert_eq!((health.relists, health.lists, &health.state), (0, 0, &SyncState::Synced), "{health:?}");
+    outage.informer.stop().await;
 }
 
 /// Defect 1: the outage outlasts the stale bound. The old cache must not serve

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::pod::{self, CachedPod, PodChange};
+use crate::pod::{self, CachedPod, PodChange, SparkStateRules};
 
 /// Generations are unique in the process, not per cache: a view handed out by one
 /// informer can never match another's (a restarted informer starts with a new cache).
@@ -30,9 +30,15 @@ pub struct ExecutorPodCache {
     /// Moves with every change to `live`, relists included (see [`Self::view`]).
     view: u64,
     lists_completed: u64,
+    /// How Spark classifies the pods (each entry carries its class).
+    rules: SparkStateRules,
 }
 
 impl ExecutorPodCache {
+    pub fn new(rules: SparkStateRules) -> Self {
+        Self { rules, ..Self::default() }
+    }
+
     /// A (re)list begins.
     pub fn begin_list(&mut self) {
         self.listing = Some(HashMap::new());
@@ -55,8 +61,8 @@ impl ExecutorPodCache {
 
     /// The list completed: it replaces the cache. Returns what changed, except
     /// after the very first list (its pods went out as they came). Pods found
-    /// gone are the only deletions the cache makes up (with a deletionTimestamp,
-    /// which is how Spark recognises a deleted pod).
+    /// gone are the only deletions the cache makes up (see [`pod::deleted_pod`]
+    /// for what Spark makes of them).
     pub fn complete_list(&mut self) -> Vec<PodChange> {
         let mut listed = self.listing.take().unwrap_or_default();
         let first = self.lists_completed == 0;
@@ -66,7 +72,7 @@ impl ExecutorPodCache {
             let gone: Vec<Arc<CachedPod>> =
                 self.live.iter().filter(|(name, _)| !listed.contains_key(*name)).map(|(_, p)| p.clone()).collect();
             for old in gone {
-                let deleted = pod::deleted_pod(pod::decode_pod(&old.json), next_generation());
+                let deleted = pod::deleted_pod(pod::decode_pod(&old.json), next_generation(), &self.rules);
                 changes.push(PodChange::Deleted(Arc::new(deleted)));
             }
             for entry in listed.values_mut() {
@@ -102,7 +108,7 @@ impl ExecutorPodCache {
     /// A watch event deleted a pod (or it left the label selector): delivered
     /// as the apiserver sent it, as Spark's own watch source does.
     pub fn delete(&mut self, pod: Pod) -> PodChange {
-        let gone = Arc::new(pod::cached_pod(pod, next_generation()));
+        let gone = Arc::new(pod::cached_pod(pod, next_generation(), &self.rules));
         self.view = gone.generation;
         self.live.remove(&gone.name);
         PodChange::Deleted(gone)
@@ -146,7 +152,7 @@ impl ExecutorPodCache {
                 return old.clone();
             }
         }
-        Arc::new(pod::cached_pod(pod, generation))
+        Arc::new(pod::cached_pod(pod, generation, &self.rules))
     }
 }
 

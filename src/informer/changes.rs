@@ -2,19 +2,23 @@
 //! the JVM (consumer, a Java thread blocked in `take`).
 //!
 //! Changes coalesce per pod: while a pod's change waits, a newer one replaces
-//! it in place (latest state wins), except a terminal state (Failed or
-//! Succeeded, not deleted): Spark counts an executor failure and logs its exit
-//! code only from `PodFailed`, so that state is always delivered, and what
-//! follows it waits behind it. So the queue holds at most about one entry per
-//! pod, a slow consumer costs no memory growth, the last state of every pod is
-//! always delivered, and no terminal state is ever skipped.
+//! it in place (latest state wins), except a state Spark's lifecycle manager
+//! acts on ([`SparkState::acted_on`]: `PodFailed`, `PodSucceeded`, `PodDeleted`,
+//! by Spark's own classification, so a Running pod whose Spark container
+//! exited counts too): Spark counts an executor failure and logs its exit code
+//! or "deleted" from those, so such a state is replaced only by a newer state
+//! of the same class, and what follows it waits behind it. So the queue holds
+//! at most a few entries per pod (a pod passes through few such states), a
+//! slow consumer costs no memory growth, the last state of every pod is always
+//! delivered, and Spark sees every acted-on state it would see from its own
+//! watch, in order.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::pod::PodChange;
+use crate::pod::{PodChange, SparkState};
 
 /// The queue was closed (the informer stopped) and is empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -50,9 +54,9 @@ impl PodChangeQueue {
         let state = &mut *state;
         let name = change.pod().name.clone();
         let replaceable = state.newest.get(&name).copied().filter(|id| {
-            let waiting = &state.pending[id];
-            // A terminal state is only replaced by a newer version of itself.
-            !terminal(waiting) || terminal(&change)
+            let waiting = spark_state(&state.pending[id]);
+            // A state Spark acts on is only replaced by a newer state of its class.
+            !waiting.acted_on() || waiting == spark_state(&change)
         });
         match replaceable {
             Some(id) => {
@@ -127,8 +131,8 @@ impl PodChangeQueue {
     }
 }
 
-fn terminal(change: &PodChange) -> bool {
-    matches!(change, PodChange::Applied(p) if p.terminal)
+fn spark_state(change: &PodChange) -> SparkState {
+    change.pod().spark_state
 }
 
 /// `now + timeout`, or about a year from now when that would overflow
@@ -144,23 +148,23 @@ mod tests {
     use crate::pod::CachedPod;
     use std::sync::Arc;
 
-    fn change(name: &str, rv: &str, deleted: bool) -> PodChange {
-        pod_change(name, rv, deleted, false)
-    }
-
-    /// A pod whose phase is Failed (or Succeeded), not deleted.
+    /// A pod Spark classifies as `PodFailed`.
     fn terminal_change(name: &str, rv: &str) -> PodChange {
-        pod_change(name, rv, false, true)
+        pod_change(name, rv, false, SparkState::Failed)
     }
 
-    fn pod_change(name: &str, rv: &str, deleted: bool, terminal: bool) -> PodChange {
+    fn change(name: &str, rv: &str, deleted: bool) -> PodChange {
+        pod_change(name, rv, deleted, if deleted { SparkState::Deleted } else { SparkState::Running })
+    }
+
+    fn pod_change(name: &str, rv: &str, deleted: bool, spark_state: SparkState) -> PodChange {
         let pod = Arc::new(CachedPod {
             name: name.into(),
             uid: format!("uid-{name}"),
             resource_version: rv.into(),
             generation: rv.parse().unwrap(),
             exec_id: None,
-            terminal,
+            spark_state,
             json: Arc::from(&b"{}"[..]),
         });
         if deleted {
@@ -196,6 +200,12 @@ mod tests {
         q.push(change("a", "3", true));
         q.push(change("b", "4", false));
         assert_eq!(rvs(&q.take(10, Duration::ZERO).unwrap()), ["a@2", "a@3", "b@4"]);
+        // Running with the Spark container exited 137 is `PodFailed` to Spark: a deletion that
+        // follows (`PodDeleted`) waits behind it, so Spark counts the failure and logs the code.
+        q.push(pod_change("d", "11", false, SparkState::Running));
+        q.push(pod_change("d", "12", false, SparkState::Failed));
+        q.push(pod_change("d", "13", true, SparkState::Deleted));
+        assert_eq!(rvs(&q.take(10, Duration::ZERO).unwrap()), ["d@12", "d@13"]);
         // A newer version of the terminal state replaces it; what follows coalesces behind it.
         q.push(terminal_change("c", "5"));
         q.push(terminal_change("c", "6"));
@@ -207,6 +217,55 @@ mod tests {
         q.push(change("c", "9", false));
         q.push(change("c", "10", false));
         assert_eq!(rvs(&q.take(10, Duration::ZERO).unwrap()), ["c@10"]);
+    }
+
+    const STATES: [SparkState; 7] = [
+        SparkState::Pending,
+        SparkState::Running,
+        SparkState::Failed,
+        SparkState::Succeeded,
+        SparkState::Deleted,
+        SparkState::Terminating,
+        SparkState::Unknown,
+    ];
+
+    /// The states Spark acts on, in order, each once per run of the same state.
+    fn acted_on(states: impl IntoIterator<Item = SparkState>) -> Vec<SparkState> {
+        let mut seen: Vec<SparkState> = states.into_iter().filter(|s| s.acted_on()).collect();
+        seen.dedup();
+        seen
+    }
+
+    proptest::proptest! {
+        /// Whatever the consumer's pace: each pod's last state is delivered last, and the states
+        /// Spark acts on reach it as they would from Spark's own watch, which delivers every event.
+        #[test]
+        fn a_slow_consumer_sees_every_state_spark_acts_on_in_order(
+            steps in proptest::collection::vec((0usize..3, 0usize..STATES.len(), 0usize..3), 1..80)
+        ) {
+            let q = PodChangeQueue::default();
+            let mut pushed: HashMap<String, Vec<SparkState>> = HashMap::new();
+            let mut delivered: HashMap<String, Vec<SparkState>> = HashMap::new();
+            let mut take = |q: &PodChangeQueue, max: usize| {
+                for c in q.take(max, Duration::ZERO).unwrap() {
+                    delivered.entry(c.pod().name.clone()).or_default().push(c.pod().spark_state);
+                }
+            };
+            for (rv, (pod, state, taken)) in steps.into_iter().enumerate() {
+                let (name, state) = (format!("p{pod}"), STATES[state]);
+                q.push(pod_change(&name, &(rv + 1).to_string(), state == SparkState::Deleted, state));
+                pushed.entry(name).or_default().push(state);
+                if taken > 0 {
+                    take(&q, taken);
+                }
+            }
+            take(&q, usize::MAX);
+            for (name, states) in &pushed {
+                let got = &delivered[name];
+                proptest::prop_assert_eq!(got.last(), states.last(), "{}: the last state", name);
+                proptest::prop_assert_eq!(acted_on(got.clone()), acted_on(states.clone()), "{}", name);
+            }
+        }
     }
 
     #[test]

@@ -118,6 +118,9 @@ pub struct Selector {
     pub labels: String,
     /// A watch's `timeoutSeconds`.
     pub watch_timeout: u32,
+    /// A streaming list's `timeoutSeconds`: the apiserver ends a watch at its timeout, initial
+    /// events or not, so a large app's list on a slow link needs the list's bound, not a watch's.
+    pub list_timeout: u32,
 }
 
 /// The list `request`, then the watch, resumed until it cannot be (410 Gone ends the stream:
@@ -154,13 +157,11 @@ enum State {
         list_rv: Option<String>,
         began: bool,
     },
-    /// The streaming list's watch, until its initial events end.
-    Streaming {
-        request: ListRequest,
-        stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>>,
-        /// The earliest the apiserver may end it (its timeout): it goes on as the watch.
-        due: Instant,
-    },
+    /// The streaming list's watch, until its initial events end. It is then dropped and a watch
+    /// of the usual length resumes from the list's resourceVersion, as after a list of pages: the
+    /// streaming request's timeout is the list's, far longer than a watch's, and a watch's clean
+    /// end at its timeout is what proves the cache current.
+    Streaming { request: ListRequest, stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>> },
     /// Watch after this resourceVersion next; after a failure or an early end, with a short watch
     /// (below).
     Resume { rv: String, short: bool },
@@ -181,7 +182,7 @@ async fn step(pods: &Api<Pod>, selector: &Selector, state: State) -> Step {
         State::Listing { request, continue_token, page, list_rv, began } => {
             list_step(pods, selector, request, continue_token, page, list_rv, began).await
         }
-        State::Streaming { request, stream, due } => streaming_step(request, stream, due).await,
+        State::Streaming { request, stream } => streaming_step(request, stream).await,
         State::Resume { rv, short } => {
             let mut params = watch_params(selector, false);
             if short {
@@ -223,14 +224,14 @@ async fn list_step(
         return (Some(Ok(Item::ListDone { resource_version: rv.clone() })), Some(State::Resume { rv, short: false }));
     }
     if request.method == ListMethod::Streaming {
-        let params = watch_params(selector, true);
+        let mut params = watch_params(selector, true);
+        params.timeout = Some(selector.list_timeout);
         let from = match &request.from {
             ListFrom::Any => "0".to_string(),
             ListFrom::MostRecent => String::new(),
         };
-        let due = Instant::now() + Duration::from_secs(selector.watch_timeout.into());
         return match pods.watch(&params, &from).await {
-            Ok(stream) => (None, Some(State::Streaming { request, stream: stream.boxed(), due })),
+            Ok(stream) => (None, Some(State::Streaming { request, stream: stream.boxed() })),
             // Listed again from the start after the caller's backoff.
             Err(error) => (Some(Err(Failure::of_request(error))), Some(restart(request))),
         };
@@ -261,24 +262,20 @@ fn restart(request: ListRequest) -> State {
     State::Listing { request, continue_token: None, page: VecDeque::new(), list_rv: None, began: false }
 }
 
-async fn streaming_step(
-    request: ListRequest,
-    mut stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>>,
-    due: Instant,
-) -> Step {
+async fn streaming_step(request: ListRequest, mut stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>>) -> Step {
     match stream.next().await {
         Some(Ok(WatchEvent::Added(pod) | WatchEvent::Modified(pod))) => {
-            (Some(Ok(Item::Listed(pod))), Some(State::Streaming { request, stream, due }))
+            (Some(Ok(Item::Listed(pod))), Some(State::Streaming { request, stream }))
         }
         // The apiserver sends no deletions among the initial events.
-        Some(Ok(WatchEvent::Deleted(_))) => (None, Some(State::Streaming { request, stream, due })),
+        Some(Ok(WatchEvent::Deleted(_))) => (None, Some(State::Streaming { request, stream })),
         Some(Ok(WatchEvent::Bookmark(bookmark))) => {
             if bookmark.metadata.annotations.contains_key("k8s.io/initial-events-end") {
                 let rv = bookmark.metadata.resource_version;
                 let done = Item::ListDone { resource_version: rv.clone() };
-                (Some(Ok(done)), Some(State::Watching { rv, stream, due, quiet: false }))
+                (Some(Ok(done)), Some(State::Resume { rv, short: false }))
             } else {
-                (None, Some(State::Streaming { request, stream, due }))
+                (None, Some(State::Streaming { request, stream }))
             }
         }
         Some(Ok(WatchEvent::Error(status))) => (Some(Err(Failure::of_status(&status))), Some(restart(request))),
@@ -407,7 +404,7 @@ mod tests {
 
     #[test]
     fn each_list_asks_for_what_the_machine_chose() {
-        let selector = Selector { labels: "spark-role=executor".into(), watch_timeout: 30 };
+        let selector = Selector { labels: "spark-role=executor".into(), watch_timeout: 30, list_timeout: 60 };
         let request = |method, from| ListRequest { method, from };
         let any = list_params(&selector, &request(ListMethod::Whole, ListFrom::Any), None);
         assert_eq!((any.resource_version.as_deref(), any.version_match, any.limit), (Some("0"), None, None));

@@ -46,6 +46,7 @@ use k8s_openapi::api::core::v1::Pod;
 use super::cache::ExecutorPodCache;
 use super::health::{NotReady, SyncState};
 use super::listwatch::{ListFrom, ListMethod, ListRequest};
+use crate::pod::SparkStateRules;
 use crate::pod::{CachedPod, PodChange};
 use crate::settings::{self, InitialList};
 
@@ -200,10 +201,11 @@ pub struct InformerMachine {
 }
 
 impl InformerMachine {
-    pub fn new(strategy: InitialList, bounds: Bounds, now: Instant) -> Self {
+    /// `rules`: how Spark classifies the pods, which the change queue keeps from coalescing away.
+    pub fn new(strategy: InitialList, bounds: Bounds, rules: SparkStateRules, now: Instant) -> Self {
         Self {
             phase: Phase::InitialList { strategy },
-            cache: ExecutorPodCache::default(),
+            cache: ExecutorPodCache::new(rules),
             bounds,
             strategy,
             list_began: None,
@@ -329,8 +331,8 @@ impl InformerMachine {
         self.listed_at = Some(now);
         self.failures = None;
         self.phase = Phase::Watching { since: now };
-        // A streaming list's stream goes on as the watch, fresh by the list it just ended; after
-        // a list of pages, the watch request that follows begins a watch of its own.
+        // Fresh by the list it just ended until the watch request that follows (after a streaming
+        // list as after a list of pages) begins a watch of its own.
         self.watch = Some(CurrentWatch { began: now, fresh_at: Some(now) });
         if !self.first_sync_logged {
             self.first_sync_logged = true;

@@ -195,7 +195,8 @@ impl ExecutorPodInformer {
             list_timeout: settings.initial_list_timeout,
             page_size: settings.page_size,
         };
-        let machine = InformerMachine::new(settings.initial_list, bounds, Instant::now());
+        let machine =
+            InformerMachine::new(settings.initial_list, bounds, settings.spark_states.clone(), Instant::now());
         Self {
             shared: Arc::new(Shared {
                 app_id: app_id.to_string(),
@@ -360,8 +361,11 @@ fn input_of(item: Result<Item, Failure>, activity: &ApiActivity) -> Input {
 /// carries out its effects (delivery to Spark and subscribers, relists).
 async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<bool>) {
     let settings = shared.settings.clone();
-    let selector =
-        Selector { labels: executor_selector(&shared.app_id), watch_timeout: settings.watch_timeout.as_secs() as u32 };
+    let selector = Selector {
+        labels: executor_selector(&shared.app_id),
+        watch_timeout: settings.watch_timeout.as_secs() as u32,
+        list_timeout: settings.initial_list_timeout.as_secs_f64().ceil() as u32,
+    };
     // Backs off between lists that the machine ends after a failure (a list rejected as older
     // than the cache, 410 Gone, a list timeout); failures within one list/watch back off in it.
     let mut relist_backoff = DefaultBackoff::default();

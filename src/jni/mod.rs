@@ -269,6 +269,27 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_executorServiceName<
     .resolve::<ThrowJavaException>()
 }
 
+/// `String sparkPodState(String[] confKeyValues, String podJson)`: the name of
+/// the class Spark gives this pod state (`PodFailed`, ...), by the rules the
+/// informer keeps states by, so that the JVM can hold them against Spark's own
+/// `ExecutorPodsSnapshot`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_sparkPodState<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    conf: JObjectArray<'local, JString<'local>>,
+    pod_json: JString<'local>,
+) -> JString<'local> {
+    env.with_env(|env| -> Result<_, JniError> {
+        let rules = crate::settings::spark_state_rules_from_spark_conf(&string_map(env, &conf)?)?;
+        let pod_json = required_string(env, &pod_json, "podJson")?;
+        let pod = serde_json::from_str(&pod_json)
+            .map_err(|e| JniError::InvalidArgument(format!("podJson is not a pod: {e}")))?;
+        Ok(env.new_string(crate::pod::spark_state(&pod, &rules).spark_class_name())?)
+    })
+    .resolve::<ThrowJavaException>()
+}
+
 /// `void checkSettings(String[] confKeyValues)`: parses the SparkConf entries as
 /// `create` does, so the JVM can fail driver start-up early with the same error
 /// naming the key, without a second validation of its own.

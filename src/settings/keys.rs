@@ -91,6 +91,27 @@ pub const MISSING_POD_DETECT_DELTA: Key = Key {
     section: Section::InformerAndLister,
 };
 
+pub const CHECK_ALL_CONTAINERS: Key = Key {
+    name: "spark.kubernetes.executor.checkAllContainers",
+    java: "CHECK_ALL_CONTAINERS",
+    default: Default::Described("Spark's: `false` on 3.5, `true` from 4.0"),
+    meaning: "Spark's own key: whether a Running executor pod with any container exited non-zero counts as \
+              failed. The informer classifies pods as Spark does, with the driver's value of this key, so that no \
+              state Spark removes an executor on (failed, succeeded, deleted) is coalesced away.",
+    since: "3.1.0",
+    section: Section::InformerAndLister,
+};
+
+pub const EXECUTOR_CONTAINER_NAME: Key = Key {
+    name: "spark.kubernetes.executor.podTemplateContainerName",
+    java: "EXECUTOR_CONTAINER_NAME",
+    default: Default::Described("`spark-kubernetes-executor`, Spark's executor container"),
+    meaning: "Spark's own key: the executor container of a pod template. A Running pod whose executor container \
+              terminated is failed or succeeded to Spark, and to the informer alike.",
+    since: "3.0.0",
+    section: Section::InformerAndLister,
+};
+
 pub const STALE_BOUND: Key = Key {
     name: "spark.kubernetes.native.lister.staleBound",
     java: "STALE_BOUND",
@@ -148,7 +169,8 @@ pub const INITIAL_LIST_TIMEOUT: Key = Key {
     java: "INITIAL_LIST_TIMEOUT",
     default: Default::Value("60s"),
     meaning: "A (re)list that has not completed by then is abandoned and retried with backoff (and `auto` falls \
-              back from streaming).",
+              back from streaming). Also a streaming list's `timeoutSeconds`: the apiserver ends a watch at its \
+              timeout, initial events sent or not.",
     since: V0_1,
     section: Section::InformerAndLister,
 };
@@ -373,6 +395,8 @@ pub const ALL: &[Key] = &[
     LISTER_POLLING_INTERVAL,
     INFORMER_RESYNC_INTERVAL,
     MISSING_POD_DETECT_DELTA,
+    CHECK_ALL_CONTAINERS,
+    EXECUTOR_CONTAINER_NAME,
     STALE_BOUND,
     WATCH_TIMEOUT,
     INITIAL_LIST,

@@ -15,6 +15,8 @@ mod render;
 
 use keys::Key;
 
+use crate::pod::SparkStateRules;
+
 pub use render::{configuration_md, java_config_keys};
 
 /// A key whose value is wrong.
@@ -110,6 +112,8 @@ pub struct InformerSettings {
     pub initial_list: InitialList,
     pub page_size: u32,
     pub initial_list_timeout: Duration,
+    /// How the driver's Spark classifies executor pods.
+    pub spark_states: SparkStateRules,
 }
 
 impl InformerSettings {
@@ -262,6 +266,7 @@ impl Settings {
             },
             page_size: conf.count(&keys::PAGE_SIZE)?,
             initial_list_timeout: conf.positive_duration(&keys::INITIAL_LIST_TIMEOUT)?,
+            spark_states: spark_state_rules(&conf)?,
         };
         let services = if conf.bool(&keys::ENABLE_SERVICE)? {
             let (enable, port_key, driver_key) =
@@ -310,6 +315,25 @@ impl Settings {
             .collect();
         Ok(Settings { client, informer, services, unknown_keys })
     }
+}
+
+/// How the driver's Spark classifies executor pods, from its SparkConf.
+pub fn spark_state_rules_from_spark_conf(conf: &HashMap<String, String>) -> Result<SparkStateRules, SettingsError> {
+    spark_state_rules(&Conf(conf))
+}
+
+fn spark_state_rules(conf: &Conf) -> Result<SparkStateRules, SettingsError> {
+    Ok(SparkStateRules {
+        // The Java side sets it from Spark's own entry, whose default differs by line.
+        check_all_containers: match conf.get(keys::CHECK_ALL_CONTAINERS.name) {
+            Some(_) => conf.bool(&keys::CHECK_ALL_CONTAINERS)?,
+            None => SparkStateRules::default().check_all_containers,
+        },
+        container_name: conf
+            .non_empty(keys::EXECUTOR_CONTAINER_NAME.name)?
+            .unwrap_or(crate::pod::DEFAULT_EXECUTOR_CONTAINER_NAME)
+            .to_string(),
+    })
 }
 
 /// Why a block manager port is refused with Services on. Spark's own check

@@ -179,6 +179,9 @@ pub enum PodPhase {
     Succeeded,
     /// Failed, with the executor container's exit code.
     Failed(i32),
+    /// Still Running, the executor container exited with this code: what the
+    /// kubelet shows of a deleted executor before the pod's phase follows.
+    RunningExited(i32),
 }
 
 /// The `pods/status` body the kubelet would write for `phase`.
@@ -194,6 +197,11 @@ pub fn status_for(phase: PodPhase) -> serde_json::Value {
         ),
         PodPhase::Failed(code) => (
             "Failed",
+            json!({"terminated": {"exitCode": code, "reason": "Error", "startedAt": now, "finishedAt": now}}),
+            false,
+        ),
+        PodPhase::RunningExited(code) => (
+            "Running",
             json!({"terminated": {"exitCode": code, "reason": "Error", "startedAt": now, "finishedAt": now}}),
             false,
         ),

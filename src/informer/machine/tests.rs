@@ -63,7 +63,7 @@ fn watching(pods: &[(&str, &str)], t0: Instant) -> InformerMachine {
 /// Lists `pods` (the list's resourceVersion is their newest), then watches, and the apiserver's
 /// first bookmark shows the watch fresh.
 fn watching_with(bounds: Bounds, pods: &[(&str, &str)], t0: Instant) -> InformerMachine {
-    let mut m = InformerMachine::new(InitialList::Consistent, bounds, t0);
+    let mut m = InformerMachine::new(InitialList::Consistent, bounds, SparkStateRules::default(), t0);
     m.step(Input::ListBegan, t0);
     for (name, rv) in pods {
         m.step(Input::Listed(pod(name, rv, "Running")), t0);
@@ -97,7 +97,7 @@ fn gone(success_before_watch: Option<Instant>) -> Input {
 #[test]
 fn an_unsynced_cache_is_never_ready_and_the_first_list_streams_out() {
     let t0 = Instant::now();
-    let mut m = InformerMachine::new(InitialList::Consistent, bounds(), t0);
+    let mut m = InformerMachine::new(InitialList::Consistent, bounds(), SparkStateRules::default(), t0);
     assert_eq!(m.readiness(t0, None), Err(NotReady::NeverSynced));
     m.step(Input::ListBegan, t0);
     let effects = m.step(Input::Listed(pod("p1", "1", "Running")), t0);
@@ -371,7 +371,7 @@ fn a_relist_delivers_the_difference_and_makes_up_only_the_deletions_it_found() {
     let Some(Effect::Deliver(list)) = effects.first() else { panic!("{effects:?}") };
     let p2 = list.iter().find(|c| c.pod().name == "p2").unwrap();
     assert!(pod::decode_pod(&p2.pod().json).metadata.deletion_timestamp.is_some(), "found gone: deleted");
-    assert!(list.iter().find(|c| c.pod().name == "p1").unwrap().pod().terminal);
+    assert!(list.iter().find(|c| c.pod().name == "p1").unwrap().pod().spark_state == pod::SparkState::Failed);
     assert!(matches!(effects.last(), Some(Effect::Listed(pods)) if names(pods) == ["p1"]));
 }
 
@@ -392,7 +392,7 @@ fn a_watch_deletion_is_delivered_as_the_apiserver_sent_it() {
 #[test]
 fn auto_falls_back_to_the_watch_cache_when_streaming_is_refused() {
     let t0 = Instant::now();
-    let mut m = InformerMachine::new(InitialList::Auto, bounds(), t0);
+    let mut m = InformerMachine::new(InitialList::Auto, bounds(), SparkStateRules::default(), t0);
     let refused = Input::Failed {
         error: "422 Unprocessable".into(),
         status: Some(422),
@@ -411,7 +411,7 @@ fn auto_falls_back_to_the_watch_cache_when_streaming_is_refused() {
 #[test]
 fn auto_falls_back_when_a_streaming_list_ends_before_its_initial_events() {
     let t0 = Instant::now();
-    let mut m = InformerMachine::new(InitialList::Auto, bounds(), t0);
+    let mut m = InformerMachine::new(InitialList::Auto, bounds(), SparkStateRules::default(), t0);
     m.step(Input::ListBegan, t0);
     m.step(Input::Listed(pod("p1", "1", "Running")), t0);
     assert_eq!(m.step(Input::ListBegan, at(t0, 10)), vec![Effect::Relist]);
@@ -421,7 +421,7 @@ fn auto_falls_back_when_a_streaming_list_ends_before_its_initial_events() {
 #[test]
 fn a_list_that_outlives_its_timeout_is_abandoned_and_retried() {
     let t0 = Instant::now();
-    let mut m = InformerMachine::new(InitialList::Consistent, bounds(), t0);
+    let mut m = InformerMachine::new(InitialList::Consistent, bounds(), SparkStateRules::default(), t0);
     m.step(Input::ListBegan, t0);
     assert!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 59_000)).is_empty());
     assert_eq!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 61_000)), vec![Effect::Relist]);
@@ -429,7 +429,7 @@ fn a_list_that_outlives_its_timeout_is_abandoned_and_retried() {
     let SyncState::Degraded { last_error, .. } = m.sync_state(at(t0, 61_000), None) else { panic!() };
     assert!(last_error.contains("initialListTimeout"), "{last_error}");
     // With Auto, a timed-out streaming list falls back.
-    let mut auto = InformerMachine::new(InitialList::Auto, bounds(), t0);
+    let mut auto = InformerMachine::new(InitialList::Auto, bounds(), SparkStateRules::default(), t0);
     auto.step(Input::ListBegan, t0);
     assert_eq!(auto.step(Input::Tick { wire: None }, at(t0, 61_000)), vec![Effect::Relist]);
     assert_eq!(auto.strategy(), InitialList::WatchCache);
@@ -504,7 +504,7 @@ fn stopped_is_final() {
 
 /// A machine watching pods p1..p`n` (rv = their number), the cache at resourceVersion `rv`.
 fn watching_at(strategy: InitialList, n: u64, rv: &str, t0: Instant) -> InformerMachine {
-    let mut m = InformerMachine::new(strategy, bounds(), t0);
+    let mut m = InformerMachine::new(strategy, bounds(), SparkStateRules::default(), t0);
     m.step(Input::ListBegan, t0);
     for i in 1..=n {
         m.step(Input::Listed(pod(&format!("p{i}"), &i.to_string(), "Running")), t0);
@@ -554,7 +554,7 @@ fn a_list_older_than_the_cache_is_rejected_and_nothing_is_made_up_as_deleted() {
 #[test]
 fn the_first_list_is_as_initial_list_says_and_every_relist_a_whole_consistent_read() {
     let t0 = Instant::now();
-    let first = |strategy| InformerMachine::new(strategy, bounds(), t0).list_request();
+    let first = |strategy| InformerMachine::new(strategy, bounds(), SparkStateRules::default(), t0).list_request();
     assert_eq!(first(InitialList::WatchCache), ListRequest { method: ListMethod::Whole, from: ListFrom::Any });
     assert_eq!(first(InitialList::Auto), ListRequest { method: ListMethod::Streaming, from: ListFrom::Any });
     assert_eq!(first(InitialList::Streaming), ListRequest { method: ListMethod::Streaming, from: ListFrom::Any });
@@ -576,7 +576,7 @@ fn the_first_list_is_as_initial_list_says_and_every_relist_a_whole_consistent_re
 #[test]
 fn auto_retries_a_streaming_list_that_failed_without_falling_back() {
     let t0 = Instant::now();
-    let mut m = InformerMachine::new(InitialList::Auto, bounds(), t0);
+    let mut m = InformerMachine::new(InitialList::Auto, bounds(), SparkStateRules::default(), t0);
     m.step(Input::ListBegan, t0);
     m.step(Input::Listed(pod("p1", "1", "Running")), t0);
     let closed =
@@ -608,7 +608,7 @@ fn a_replayed_event_changes_nothing_and_an_older_bookmark_proves_nothing() {
 #[test]
 fn a_watch_that_ends_without_showing_the_caches_resource_version_proves_nothing_and_degrades() {
     let t0 = Instant::now();
-    let mut m = InformerMachine::new(InitialList::WatchCache, long_watch_bounds(), t0);
+    let mut m = InformerMachine::new(InitialList::WatchCache, long_watch_bounds(), SparkStateRules::default(), t0);
     m.step(Input::ListBegan, t0);
     m.step(Input::Listed(pod("p1", "1", "Running")), t0);
     m.step(done("542"), t0);

@@ -24,6 +24,12 @@ public final class ConfigKeys {
   public static final String MISSING_POD_DETECT_DELTA = "spark.kubernetes.executor.missingPodDetectDelta";
   public static final String MISSING_POD_DETECT_DELTA_DEFAULT = "30s";
 
+  /** Default: Spark's: false on 3.5, true from 4.0. */
+  public static final String CHECK_ALL_CONTAINERS = "spark.kubernetes.executor.checkAllContainers";
+
+  /** Default: spark-kubernetes-executor, Spark's executor container. */
+  public static final String EXECUTOR_CONTAINER_NAME = "spark.kubernetes.executor.podTemplateContainerName";
+
   /** Default: half of missingPodDetectDelta. */
   public static final String STALE_BOUND = "spark.kubernetes.native.lister.staleBound";
 

@@ -54,6 +54,12 @@ final class NativeBridge {
 
   static native int openHandles();
 
+  /**
+   * The name of the class Spark gives this pod state ({@code PodFailed}, ...) by the rules the
+   * informer keeps states by, under these SparkConf entries.
+   */
+  static native String sparkPodState(String[] confKeyValues, String podJson);
+
   /** Parses SparkConf entries as create does; throws IllegalArgumentException naming a bad key. */
   static native void checkSettings(String[] confKeyValues);
 

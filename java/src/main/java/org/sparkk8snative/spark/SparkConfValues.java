@@ -3,6 +3,7 @@ package org.sparkk8snative.spark;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.spark.SparkConf;
+import org.sparkk8snative.ConfigKeys;
 import scala.Tuple2;
 
 /**
@@ -25,12 +26,20 @@ final class SparkConfValues {
 
   /**
    * Every entry of the conf, for the native side (which reads the keys it knows and ignores the
-   * rest).
+   * rest), and the value of {@code spark.kubernetes.executor.checkAllContainers} that this Spark
+   * uses when it is unset: its default differs by line, and the informer classifies pods as the
+   * driver's Spark does.
    */
   static Map<String, String> entries(SparkConf conf) {
     Map<String, String> map = new HashMap<>();
     for (Tuple2<String, String> entry : conf.getAll()) {
       map.put(entry._1(), entry._2());
+    }
+    if (!map.containsKey(ConfigKeys.CHECK_ALL_CONTAINERS)) {
+      String sparksDefault = SparkInternals.checkAllContainersDefault();
+      if (sparksDefault != null) {
+        map.put(ConfigKeys.CHECK_ALL_CONTAINERS, sparksDefault);
+      }
     }
     return map;
   }

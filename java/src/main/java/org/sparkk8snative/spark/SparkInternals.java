@@ -40,6 +40,10 @@ import scala.runtime.BoxedUnit;
  *       native parts stop at JVM exit after the SparkContext's own hook, and a stopped driver's
  *       hook is removed (a JVM hook per SparkContext would keep every stopped allocator alive). If
  *       they are missing: a WARN, and a plain JVM shutdown hook, removed the same way.
+ *   <li><b>{@code org.apache.spark.deploy.k8s.Config.KUBERNETES_EXECUTOR_CHECK_ALL_CONTAINERS()}
+ *       </b> ({@code private[spark]}), its default read directly. Why: the informer classifies pods
+ *       as the driver's Spark does, and this key's default is {@code false} on 3.5 and {@code true}
+ *       from 4.0. If it is missing: a WARN, and the native side's default ({@code false}).
  * </ol>
  */
 final class SparkInternals {
@@ -127,6 +131,23 @@ final class SparkInternals {
       Thread thread = new Thread(hook, "spark-k8s-native-shutdown");
       Runtime.getRuntime().addShutdownHook(thread);
       return thread;
+    }
+  }
+
+  /**
+   * This Spark's default of {@code spark.kubernetes.executor.checkAllContainers}, or {@code null}
+   * (logged) when its config entry cannot be read.
+   */
+  static String checkAllContainersDefault() {
+    try {
+      return org.apache.spark.deploy.k8s.Config.KUBERNETES_EXECUTOR_CHECK_ALL_CONTAINERS()
+          .defaultValueString();
+    } catch (LinkageError e) {
+      LOG.warn(
+          "Spark's default of spark.kubernetes.executor.checkAllContainers cannot be read ({}); the "
+              + "informer classifies executor pods as if it were false unless it is set",
+          e.toString());
+      return null;
     }
   }
 

@@ -208,7 +208,9 @@ class SameDecisionsTest {
             + ":\n"
             + String.join("\n", differences));
     // The run must have exercised what it exists for.
-    assertTrue(actedOn >= EXECUTORS, "acted-on states: " + actedOn);
+    // (About one executor in five has none: force-deleted while Running, or out of the
+    // selector, is PodRunning to Spark; the rest have one or two.)
+    assertTrue(actedOn >= EXECUTORS / 2, "acted-on states: " + actedOn);
     assertTrue(removals >= EXECUTORS * 9 / 10, "removals: " + removals);
     assertTrue(faults.injected() > 0, "no fault was injected");
     if (SparkDecisions.lifecycleCountsFailures()) {

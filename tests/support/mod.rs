@@ -374,7 +374,21 @@ pub fn unique_app_id(tag: &str) -> String {
 }
 
 /// Polls `check` until it returns `Some`, or panics after `timeout` naming `what`.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    eventually_explained(what, timeout, check, String::new).await
+}
+
+/// [`eventually`], with `explain()`'s account of the state at the deadline in the panic.
+pub async fn eventually_explained<T, F, Fut>(
+    what: &str,
+    timeout: Duration,
+    mut check: F,
+    explain: impl Fn() -> String,
+) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -384,7 +398,50 @@ where
         if let Some(v) = check().await {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        if Instant::now() >= deadline {
+            let state = explain();
+            let state = if state.is_empty() { state } else { format!(": {state}") };
+            panic!("timed out after {timeout:?} waiting for {what}{state}");
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// With `TEST_LOG=1`, the library's logs (INFO and above; `TEST_LOG=debug`: DEBUG too) go to
+/// stderr with the time since the first, to read by hand what the informer did in a failing
+/// run (`--nocapture`). Without it, nothing is installed.
+pub fn log_to_stderr_if_asked() {
+    use tracing::field::{Field, Visit};
+    use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+
+    struct StderrLayer {
+        start: Instant,
+        debug: bool,
+    }
+    struct Line(String);
+    impl Visit for Line {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            use std::fmt::Write;
+            let _ = if field.name() == "message" {
+                write!(self.0, " {value:?}")
+            } else {
+                write!(self.0, " {}={value:?}", field.name())
+            };
+        }
+    }
+    impl<S: tracing::Subscriber> Layer<S> for StderrLayer {
+        fn enabled(&self, metadata: &tracing::Metadata<'_>, _: Context<'_, S>) -> bool {
+            let max = if self.debug { tracing::Level::DEBUG } else { tracing::Level::INFO };
+            metadata.target().starts_with("spark_k8s_native") && *metadata.level() <= max
+        }
+        fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+            let mut line =
+                Line(format!("[log {:8.3}s {}]", self.start.elapsed().as_secs_f64(), event.metadata().level()));
+            event.record(&mut line);
+            eprintln!("{}", line.0);
+        }
+    }
+    let Ok(asked) = std::env::var("TEST_LOG") else { return };
+    let layer = StderrLayer { start: Instant::now(), debug: asked == "debug" };
+    let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer));
 }

@@ -27,8 +27,6 @@ pub struct ApiActivity {
     epoch: Instant,
     /// Nanoseconds after `epoch` of the last byte of a successful response; 0: none yet.
     last_success_nanos: AtomicU64,
-    /// `last_success_nanos` when the latest WATCH request was sent.
-    success_before_watch_nanos: AtomicU64,
     /// The latest instant that a WATCH response's clean end at its timeout proves: the request's
     /// send time plus its `timeoutSeconds`; 0: none yet.
     watch_end_nanos: AtomicU64,
@@ -41,7 +39,6 @@ impl Default for ApiActivity {
         Self {
             epoch: Instant::now(),
             last_success_nanos: AtomicU64::new(0),
-            success_before_watch_nanos: AtomicU64::new(0),
             watch_end_nanos: AtomicU64::new(0),
             lists: AtomicU64::new(0),
             watches: AtomicU64::new(0),
@@ -53,12 +50,6 @@ impl ApiActivity {
     /// When the apiserver last sent a byte of a successful response.
     pub fn last_success(&self) -> Option<Instant> {
         self.instant(self.last_success_nanos.load(Ordering::Relaxed))
-    }
-
-    /// When the apiserver last sent a byte of a successful response before the latest WATCH
-    /// request was sent: how current the cache is when that watch cannot resume (410 Gone).
-    pub fn last_success_before_watch(&self) -> Option<Instant> {
-        self.instant(self.success_before_watch_nanos.load(Ordering::Relaxed))
     }
 
     /// What the last clean end of a WATCH response at its timeout proves: everything the
@@ -106,10 +97,6 @@ impl ApiActivity {
             return false;
         }
         let watch = req.uri().query().is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
-        if watch {
-            let before = self.last_success_nanos.load(Ordering::Relaxed);
-            self.success_before_watch_nanos.store(before, Ordering::Relaxed);
-        }
         if watch { &self.watches } else { &self.lists }.fetch_add(1, Ordering::Relaxed);
         watch
     }

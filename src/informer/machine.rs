@@ -122,9 +122,6 @@ pub enum Input {
         status: Option<u16>,
         /// "Too large resource version": the apiserver's cache is older than what was asked.
         lagging: bool,
-        /// The last byte of a successful response before the latest WATCH request was sent:
-        /// how current the cache is if that watch could not resume.
-        success_before_watch: Option<Instant>,
     },
     /// The periodic check (deadlines, silence); `wire` is the last byte of a successful response.
     Tick {
@@ -267,14 +264,14 @@ impl InformerMachine {
                 Vec::new()
             }
             Input::WatchEnded { proves } => self.watch_ended(proves, now),
-            Input::Failed { error, status, lagging, success_before_watch } => {
+            Input::Failed { error, status, lagging } => {
                 let error = if lagging {
                     format!("{error}: this apiserver's watch cache is older than ours (a lagging apiserver)")
                 } else {
                     error
                 };
                 self.failed(error, now);
-                self.after_failure(status, success_before_watch)
+                self.after_failure(status)
             }
             Input::Tick { wire } => self.tick(wire, now),
             Input::Stop => {
@@ -373,6 +370,10 @@ impl InformerMachine {
         }
         if let Some(watch) = self.watch.as_mut().filter(|w| w.fresh_at.is_none()) {
             watch.fresh_at = Some(now);
+            // Served as new as the cache: whatever failed before (a lagging apiserver's watch, a
+            // refused request) is over. A replay of the last event shows it as well as news does,
+            // and the wire alone cannot (its byte came before this moment).
+            self.failures = None;
         }
         if item == ours {
             return false;
@@ -435,7 +436,7 @@ impl InformerMachine {
         });
     }
 
-    fn after_failure(&mut self, status: Option<u16>, success_before_watch: Option<Instant>) -> Vec<Effect> {
+    fn after_failure(&mut self, status: Option<u16>) -> Vec<Effect> {
         let unsupported = matches!(status, Some(400 | 422 | 501));
         match self.phase {
             Phase::InitialList { strategy: InitialList::Auto } if unsupported => {
@@ -443,10 +444,11 @@ impl InformerMachine {
             }
             _ if status == Some(410) => {
                 // The resourceVersion cannot be resumed: relist (a consistent read). A watch that
-                // could not resume leaves the cache as current as it was before that watch was
-                // sent; the answer that said 410 proves the apiserver alive, not the cache current.
+                // could not resume leaves the cache as current as the watches before it proved it
+                // (the last tick took their bytes in; a lagging apiserver's proved nothing); the
+                // answer that said 410 proves the apiserver alive, not the cache current.
                 if let Phase::Watching { .. } = self.phase {
-                    self.current_as_of = success_before_watch.or(self.current_as_of);
+                    self.current_as_of = self.current_as_of(None).or(self.current_as_of);
                     self.phase = Phase::Relisting { cause: RelistCause::Gone };
                     self.relists += 1;
                 }

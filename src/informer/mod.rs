@@ -348,12 +348,7 @@ fn input_of(item: Result<Item, Failure>, activity: &ApiActivity) -> Input {
         Ok(Item::Bookmark { resource_version }) => Input::Bookmark { resource_version },
         // The response body has ended, so the layer has recorded a clean end, if it was one.
         Ok(Item::WatchEnded) => Input::WatchEnded { proves: activity.last_watch_end() },
-        Err(failure) => Input::Failed {
-            error: failure.error,
-            status: failure.status,
-            lagging: failure.lagging,
-            success_before_watch: activity.last_success_before_watch(),
-        },
+        Err(failure) => Input::Failed { error: failure.error, status: failure.status, lagging: failure.lagging },
     }
 }
 

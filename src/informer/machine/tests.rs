@@ -85,13 +85,8 @@ fn bookmark(rv: &str) -> Input {
     Input::Bookmark { resource_version: rv.into() }
 }
 
-fn gone(success_before_watch: Option<Instant>) -> Input {
-    Input::Failed {
-        error: "too old resource version: Expired".into(),
-        status: Some(410),
-        lagging: false,
-        success_before_watch,
-    }
+fn gone() -> Input {
+    Input::Failed { error: "too old resource version: Expired".into(), status: Some(410), lagging: false }
 }
 
 #[test]
@@ -192,8 +187,7 @@ fn a_long_watch_whose_renewal_does_not_come_is_a_stale_spell_at_its_silence_boun
     renew(&mut m, end, at(t0, 10_100));
     let wire = Some(end + Duration::from_millis(5));
     // The renewal due at 20 s fails: no snapshot, and the failure shows.
-    let failed =
-        Input::Failed { error: "connection refused".into(), status: None, lagging: false, success_before_watch: wire };
+    let failed = Input::Failed { error: "connection refused".into(), status: None, lagging: false };
     m.step(failed, at(t0, 20_000));
     assert!(matches!(m.readiness(at(t0, 20_100), wire), Err(NotReady::AwaitingProof { .. })));
     assert!(m.lister_snapshot(at(t0, 20_100), wire).is_err(), "a failed renewal proves nothing");
@@ -294,7 +288,7 @@ fn a_short_410_keeps_the_old_cache_serving_only_within_the_bound_of_its_last_wat
     m.step(Input::Tick { wire: Some(at(t0, 2000)) }, at(t0, 2000));
     // A watch sent at 3 s answers 200 (a byte at 3 s), then 410 in its stream.
     let wire = Some(at(t0, 3000));
-    assert_eq!(m.step(gone(Some(at(t0, 2000))), at(t0, 3000)), vec![Effect::Relist]);
+    assert_eq!(m.step(gone(), at(t0, 3000)), vec![Effect::Relist]);
     assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::Gone });
     assert_eq!(m.relists(), 1);
     // The 410's own byte proves the apiserver alive, not the cache current: as of 2 s.
@@ -321,7 +315,7 @@ fn a_short_410_keeps_the_old_cache_serving_only_within_the_bound_of_its_last_wat
 fn a_view_taken_during_a_relist_is_never_unchanged_after_it() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1"), ("p2", "2")], t0);
-    m.step(gone(Some(t0)), at(t0, 100));
+    m.step(gone(), at(t0, 100));
     m.step(Input::ListBegan, at(t0, 200));
     m.step(Input::Listed(pod("p1", "1", "Running")), at(t0, 300));
     m.step(Input::Listed(pod("p2", "2", "Running")), at(t0, 300));
@@ -346,7 +340,7 @@ fn any_relist_invalidates_the_view_even_with_the_same_pods() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1")], t0);
     let (_, before) = m.lister_snapshot(t0, None).unwrap();
-    m.step(gone(Some(t0)), t0);
+    m.step(gone(), t0);
     m.step(Input::ListBegan, t0);
     m.step(Input::Listed(pod("p1", "1", "Running")), t0);
     m.step(done("1"), t0);
@@ -361,7 +355,7 @@ fn any_relist_invalidates_the_view_even_with_the_same_pods() {
 fn a_relist_delivers_the_difference_and_makes_up_only_the_deletions_it_found() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1"), ("p2", "2")], t0);
-    m.step(gone(Some(t0)), t0);
+    m.step(gone(), t0);
     m.step(Input::ListBegan, t0);
     m.step(Input::Listed(pod("p1", "5", "Failed")), t0);
     let effects = m.step(done("5"), t0);
@@ -393,18 +387,13 @@ fn a_watch_deletion_is_delivered_as_the_apiserver_sent_it() {
 fn auto_falls_back_to_the_watch_cache_when_streaming_is_refused() {
     let t0 = Instant::now();
     let mut m = InformerMachine::new(InitialList::Auto, bounds(), SparkStateRules::default(), t0);
-    let refused = Input::Failed {
-        error: "422 Unprocessable".into(),
-        status: Some(422),
-        lagging: false,
-        success_before_watch: None,
-    };
+    let refused = Input::Failed { error: "422 Unprocessable".into(), status: Some(422), lagging: false };
     assert_eq!(m.step(refused, t0), vec![Effect::Relist]);
     assert_eq!(m.strategy(), InitialList::WatchCache);
     assert_eq!(m.phase(), &Phase::InitialList { strategy: InitialList::WatchCache });
     assert_eq!(m.sync_state(t0, None).name(), "Degraded");
     // From then on a refusal is a failure like any other.
-    let again = Input::Failed { error: "422".into(), status: Some(422), lagging: false, success_before_watch: None };
+    let again = Input::Failed { error: "422".into(), status: Some(422), lagging: false };
     assert!(m.step(again, t0).is_empty());
 }
 
@@ -439,12 +428,7 @@ fn a_list_that_outlives_its_timeout_is_abandoned_and_retried() {
 fn failures_degrade_count_and_end_at_the_next_sign_of_life() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1")], t0);
-    let refused = || Input::Failed {
-        error: "connection refused".into(),
-        status: None,
-        lagging: false,
-        success_before_watch: None,
-    };
+    let refused = || Input::Failed { error: "connection refused".into(), status: None, lagging: false };
     m.step(refused(), at(t0, 1000));
     m.step(refused(), at(t0, 2000));
     let SyncState::Degraded { consecutive_failures, last_error, .. } = m.sync_state(at(t0, 2000), None) else {
@@ -469,12 +453,7 @@ fn a_long_run_of_failures_while_watching_is_a_stale_spell_too() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1")], t0);
     for s in 1..=4 {
-        let refused = Input::Failed {
-            error: "connection refused".into(),
-            status: None,
-            lagging: false,
-            success_before_watch: None,
-        };
+        let refused = Input::Failed { error: "connection refused".into(), status: None, lagging: false };
         m.step(refused, at(t0, s * 1000));
         assert!(m.step(Input::Tick { wire: Some(t0) }, at(t0, s * 1000 + 10)).is_empty());
     }
@@ -545,7 +524,7 @@ fn a_list_older_than_the_cache_is_rejected_and_nothing_is_made_up_as_deleted() {
     let effects = relist(&mut m, 320, "542", at(t0, 7000));
     assert!(delivered(&effects).is_empty(), "the same pods: nothing to deliver");
     assert_eq!(m.sync_state(at(t0, 7000), Some(at(t0, 7000))), SyncState::Synced);
-    m.step(gone(Some(at(t0, 7000))), at(t0, 7100));
+    m.step(gone(), at(t0, 7100));
     let effects = relist(&mut m, 321, "560", at(t0, 7200));
     assert_eq!(delivered(&effects), ["+p321@321"]);
     assert_eq!(m.resource_version(), Some("560"));
@@ -566,7 +545,7 @@ fn the_first_list_is_as_initial_list_says_and_every_relist_a_whole_consistent_re
         let mut m = watching_at(strategy, 3, "40", t0);
         let relist = ListRequest { method: ListMethod::Whole, from: ListFrom::MostRecent };
         assert_eq!(m.list_request(), relist, "{strategy:?}");
-        assert_eq!(m.step(gone(Some(t0)), at(t0, 20)), vec![Effect::Relist]);
+        assert_eq!(m.step(gone(), at(t0, 20)), vec![Effect::Relist]);
         assert_eq!(m.list_request(), relist, "{strategy:?}: after 410 Gone");
     }
     let consistent = watching_at(InitialList::Consistent, 3, "40", t0);
@@ -579,8 +558,7 @@ fn auto_retries_a_streaming_list_that_failed_without_falling_back() {
     let mut m = InformerMachine::new(InitialList::Auto, bounds(), SparkStateRules::default(), t0);
     m.step(Input::ListBegan, t0);
     m.step(Input::Listed(pod("p1", "1", "Running")), t0);
-    let closed =
-        Input::Failed { error: "connection closed".into(), status: None, lagging: false, success_before_watch: None };
+    let closed = Input::Failed { error: "connection closed".into(), status: None, lagging: false };
     m.step(closed, at(t0, 10));
     assert!(m.step(Input::ListBegan, at(t0, 900)).is_empty(), "a retry");
     assert_eq!(m.strategy(), InitialList::Auto);
@@ -632,6 +610,47 @@ fn a_watch_that_ends_without_showing_the_caches_resource_version_proves_nothing_
     assert_eq!(m.readiness(at(t0, 11_100), Some(at(t0, 11_000))), Ok(()));
 }
 
+/// The same, but what shows the caught-up apiserver fresh is the replay of the cache's last event
+/// (a watch resumes one revision before it), not a bookmark: that too ends the failure. Found by
+/// the HA test with watches of 30 s: health stayed `Degraded` until the next bookmark, 28 s on,
+/// although full snapshots flowed again (the tick's bytes came before the watch was marked fresh).
+#[test]
+fn a_replayed_event_that_shows_the_watch_fresh_ends_the_lagging_failure() {
+    let t0 = Instant::now();
+    let mut m = InformerMachine::new(InitialList::WatchCache, long_watch_bounds(), SparkStateRules::default(), t0);
+    m.step(Input::ListBegan, t0);
+    m.step(Input::Listed(pod("p1", "1", "Running")), t0);
+    m.step(done("540"), t0);
+    m.step(Input::WatchBegan, at(t0, 10));
+    m.step(Input::Applied(pod("p2", "542", "Running")), at(t0, 20));
+    m.step(Input::WatchEnded { proves: None }, at(t0, 30)); // the balancer closed it
+    m.step(Input::WatchBegan, at(t0, 40));
+    m.step(Input::WatchEnded { proves: Some(at(t0, 3040)) }, at(t0, 3050));
+    assert_eq!(m.sync_state(at(t0, 3050), None).name(), "Degraded", "a lagging apiserver's watch");
+    m.step(Input::WatchBegan, at(t0, 3060));
+    let wire = Some(at(t0, 3100));
+    assert!(m.step(Input::Applied(pod("p2", "542", "Running")), at(t0, 3110)).is_empty(), "a replay, not news");
+    m.step(Input::Tick { wire }, at(t0, 3200));
+    assert_eq!(m.sync_state(at(t0, 3200), wire), SyncState::Synced, "shown fresh by the replay");
+}
+
+/// A 410 after a watch that never showed itself fresh (a lagging apiserver's): the old cache is
+/// as current as the watch last proved it, not as the bytes of that watch.
+#[test]
+fn a_410_after_a_lagging_watch_keeps_the_cache_as_current_as_last_proven() {
+    let t0 = Instant::now();
+    let mut m = watching_at(InitialList::WatchCache, 2, "542", t0);
+    m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 1000));
+    m.step(Input::WatchEnded { proves: None }, at(t0, 1100)); // the balancer closed it
+    m.step(Input::WatchBegan, at(t0, 1200));
+    m.step(Input::Tick { wire: Some(at(t0, 4000)) }, at(t0, 4000));
+    m.step(Input::WatchEnded { proves: Some(at(t0, 4200)) }, at(t0, 4200));
+    m.step(Input::WatchBegan, at(t0, 4300));
+    assert_eq!(m.step(gone(), at(t0, 4300)), vec![Effect::Relist]);
+    assert_eq!(m.current_as_of(Some(at(t0, 4300))), Some(at(t0, 1000)));
+    assert!(m.readiness(at(t0, 6100), None).is_err(), "the lagging watch's bytes proved nothing");
+}
+
 #[test]
 fn too_large_resource_version_is_a_failure_that_names_the_lagging_apiserver() {
     let t0 = Instant::now();
@@ -641,7 +660,6 @@ fn too_large_resource_version_is_a_failure_that_names_the_lagging_apiserver() {
         error: "Timeout: Too large resource version: 542, current: 522 (504 Timeout)".into(),
         status: Some(504),
         lagging: true,
-        success_before_watch: None,
     };
     assert!(m.step(too_large, at(t0, 8200)).is_empty(), "the list retries it, after its backoff");
     let SyncState::Degraded { last_error, .. } = m.sync_state(at(t0, 8200), None) else { panic!() };

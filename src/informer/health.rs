@@ -55,8 +55,6 @@ pub enum NotReady {
     AwaitingProof {
         proven_ago: Duration,
     },
-    /// Relisting after a stale spell: the old cache is not served again.
-    Relisting,
     Stopped,
 }
 
@@ -73,12 +71,6 @@ impl std::fmt::Display for NotReady {
                  it again",
                 proven_ago.as_secs_f64()
             ),
-            NotReady::Relisting => {
-                write!(
-                    f,
-                    "relisting after the apiserver was silent past the stale bound; no snapshot until it completes"
-                )
-            }
             NotReady::Stopped => write!(f, "the informer is stopped"),
         }
     }

@@ -372,21 +372,32 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
         tick
     });
 
+    // Set when the machine resumes the watch after a stale spell instead of listing.
+    let mut resume_from: Option<String> = None;
     'watcher: loop {
-        let (request, failing) = {
-            let machine = shared.machine.lock();
-            (machine.list_request(), machine.is_failing())
-        };
-        let delay = if failing {
-            relist_backoff.next().unwrap_or(Duration::from_secs(30))
+        let requests = if let Some(rv) = resume_from.take() {
+            tracing::debug!("resuming the executor pod watch after resourceVersion {rv}");
+            listwatch::resume_watch(pods.clone(), selector.clone(), rv).boxed()
         } else {
-            relist_backoff.reset();
-            Duration::ZERO
-        };
-        tracing::debug!("listing executor pods: {request:?} in {delay:?}");
-        let requests = listwatch::list_watch(pods.clone(), selector.clone(), request).default_backoff();
-        let mut events =
-            futures::stream::once(tokio::time::sleep(delay)).filter_map(|()| async { None }).chain(requests).boxed();
+            let (request, failing) = {
+                let machine = shared.machine.lock();
+                (machine.list_request(), machine.is_failing())
+            };
+            let delay = if failing {
+                relist_backoff.next().unwrap_or(Duration::from_secs(30))
+            } else {
+                relist_backoff.reset();
+                Duration::ZERO
+            };
+            tracing::debug!("listing executor pods: {request:?} in {delay:?}");
+            futures::stream::once(tokio::time::sleep(delay))
+                .filter_map(|()| async { None })
+                .boxed()
+                .chain(listwatch::list_watch(pods.clone(), selector.clone(), request))
+                .boxed()
+        }
+        .default_backoff();
+        let mut events = requests.boxed();
         loop {
             let input = tokio::select! {
                 _ = stop.changed() => break 'watcher,
@@ -407,8 +418,13 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
             if effects.iter().any(|e| matches!(e, Effect::Listed(_))) {
                 relist_backoff.reset();
             }
-            if carry_out(&shared, effects) {
-                continue 'watcher;
+            match carry_out(&shared, effects) {
+                Restart::No => {}
+                Restart::Relist => continue 'watcher,
+                Restart::Resume(rv) => {
+                    resume_from = Some(rv);
+                    continue 'watcher;
+                }
             }
         }
     }
@@ -425,9 +441,16 @@ impl Shared {
     }
 }
 
-/// Carries out the effects of one step; true if the watcher must be replaced (a relist).
-fn carry_out(shared: &Shared, effects: Vec<Effect>) -> bool {
-    let mut relist = false;
+/// Whether the requests in flight must be replaced, and by what.
+enum Restart {
+    No,
+    Relist,
+    Resume(String),
+}
+
+/// Carries out the effects of one step; says whether the requests must be replaced.
+fn carry_out(shared: &Shared, effects: Vec<Effect>) -> Restart {
+    let mut restart = Restart::No;
     for effect in effects {
         match effect {
             Effect::Deliver(changes) => {
@@ -443,10 +466,11 @@ fn carry_out(shared: &Shared, effects: Vec<Effect>) -> bool {
                     subscriber.listed(&pods);
                 }
             }
-            Effect::Relist => relist = true,
+            Effect::Relist => restart = Restart::Relist,
+            Effect::Resume(rv) => restart = Restart::Resume(rv),
         }
     }
-    relist
+    restart
 }
 
 /// Replays cached pods whose current version was not delivered: an unchanged

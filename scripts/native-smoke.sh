@@ -60,12 +60,16 @@ spec:
 YAML
 done | "${kubectl[@]}" create -f - >/dev/null
 
-slf4j_version=2.0.17
-slf4j="$HOME/.m2/repository/org/slf4j/slf4j-api/$slf4j_version/slf4j-api-$slf4j_version.jar"
-[[ -f "$slf4j" ]] || mvn -B -q -ntp dependency:get -Dartifact="org.slf4j:slf4j-api:$slf4j_version" -Dtransitive=false
 work="target/native-smoke/$arch"
 rm -rf "$work"
 mkdir -p "$work/classes"
+# Copied out of Maven's local repository, wherever that is: it follows Java's user.home (or a
+# settings.xml), not $HOME, so a path built from $HOME can name a jar that is not there.
+slf4j_version=2.0.17
+slf4j="$work/slf4j-api-$slf4j_version.jar"
+mvn -B -q -ntp dependency:copy -Dartifact="org.slf4j:slf4j-api:$slf4j_version" -DoutputDirectory="$work" \
+  -Dmdep.overWriteReleases=true
+[[ -f "$slf4j" ]] || { echo "Maven did not copy slf4j-api $slf4j_version to $work" >&2; exit 1; }
 javac --release 17 -d "$work/classes" -cp "$jar:$slf4j" tests/platform/NativeLoadSmoke.java
 
 echo "==> NativeLoadSmoke in an $arch JVM under qemu-$arch, the library from $jar"

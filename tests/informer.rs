@@ -555,6 +555,47 @@ async fn a_stalled_consumer_still_sees_every_failure_before_its_deletion() {
     informer.stop().await;
 }
 
+/// The second difference the differential harness found (docs/reliability.md): while Spark's store
+/// was slow to take changes, a full snapshot from the cache, which already lacked a deleted pod,
+/// reached Spark before that pod's queued `PodFailed`, and Spark removed the executor as missing
+/// (exit code -1). A full snapshot now waits until the consumer has handed on every change it shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_snapshot_never_overtakes_a_change_the_consumer_has_not_handed_on() {
+    let plane = LocalPlane::shared();
+    let app = unique_app_id("overtake");
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let informer = informer(plane, Identity::Restricted, Route::Direct, &app, &[]).await;
+    informer.start().unwrap();
+    wait_synced(&informer).await;
+    kubelet::create_executors(&pods, &app, 0..3, 3).await.unwrap();
+    wait_for(&informer, "three pods", Duration::from_secs(20), |h| h.cache_size == 3).await;
+    let take_all = || {
+        let mut taken = Vec::new();
+        while let Ok(batch) = informer.take_changes(100, Duration::from_millis(300)) {
+            if batch.is_empty() {
+                break;
+            }
+            taken.extend(batch);
+        }
+        taken
+    };
+    // The consumer takes everything, hands it on (it came back and found nothing), then stalls.
+    let taken = tokio::task::block_in_place(take_all);
+    assert!(taken.len() >= 3, "{taken:?}");
+    let victim = kubelet::executor_pod_name(&app, 0);
+    kubelet::set_phase(&pods, &victim, PodPhase::Failed(137)).await.unwrap();
+    kubelet::delete_pod(&pods, &victim).await.unwrap();
+    wait_for(&informer, "the victim gone from the cache", Duration::from_secs(20), |h| h.cache_size == 2).await;
+    let stalled = tokio::task::block_in_place(|| informer.lister_snapshot()).map(|s| s.pods.len());
+    assert_eq!(stalled, Err(NotReady::Undelivered { changes: 2 }), "the victim's PodFailed and deletion wait");
+    // The consumer hands on the victim's failure, then its deletion, and comes back.
+    let states: Vec<SparkState> = tokio::task::block_in_place(take_all).iter().map(|c| c.pod().spark_state).collect();
+    assert_eq!(states, [SparkState::Failed, SparkState::Deleted]);
+    let after = tokio::task::block_in_place(|| informer.lister_snapshot()).expect("handed on: ready");
+    assert_eq!(after.pods.len(), 2);
+    informer.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resync_replays_nothing_for_unchanged_pods() {
     let plane = LocalPlane::shared();

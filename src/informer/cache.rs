@@ -29,6 +29,8 @@ pub struct ExecutorPodCache {
     listing: Option<HashMap<String, Arc<CachedPod>>>,
     /// Moves with every change to `live`, relists included (see [`Self::view`]).
     view: u64,
+    /// The generation of the newest change handed out (see [`Self::newest_change`]).
+    newest_change: u64,
     lists_completed: u64,
     /// How Spark classifies the pods (each entry carries its class).
     rules: SparkStateRules,
@@ -56,7 +58,7 @@ impl ExecutorPodCache {
         // cover pods it does not hold.
         let entry = self.entry_for(pod, if first { next_generation() } else { 0 });
         self.listing.get_or_insert_with(HashMap::new).insert(entry.name.clone(), entry.clone());
-        first.then_some(PodChange::Applied(entry))
+        first.then(|| self.handed_out(PodChange::Applied(entry)))
     }
 
     /// The list completed: it replaces the cache. Returns what changed, except
@@ -85,7 +87,7 @@ impl ExecutorPodCache {
         self.live = listed;
         // Any relist replaces the cache: the JVM's previous snapshot is never "unchanged" across one.
         self.view = next_generation();
-        changes
+        changes.into_iter().map(|c| self.handed_out(c)).collect()
     }
 
     /// The list in progress is dropped (rejected as older than the cache): the cache stays as it was.
@@ -102,7 +104,7 @@ impl ExecutorPodCache {
         }
         self.view = entry.generation;
         self.live.insert(entry.name.clone(), entry.clone());
-        Some(PodChange::Applied(entry))
+        Some(self.handed_out(PodChange::Applied(entry)))
     }
 
     /// A watch event deleted a pod (or it left the label selector): delivered
@@ -111,7 +113,7 @@ impl ExecutorPodCache {
         let gone = Arc::new(pod::cached_pod(pod, next_generation(), &self.rules));
         self.view = gone.generation;
         self.live.remove(&gone.name);
-        PodChange::Deleted(gone)
+        self.handed_out(PodChange::Deleted(gone))
     }
 
     /// Every cached pod, in no particular order.
@@ -124,6 +126,18 @@ impl ExecutorPodCache {
     /// was in the cache, as it is, when that view was taken.
     pub fn view(&self) -> u64 {
         self.view
+    }
+
+    /// The generation of the newest change this cache handed out (0: none): a snapshot shows no
+    /// change newer, so once the consumer has handed every change up to it to Spark, a snapshot
+    /// taken now overtakes none ([`super::changes::PodChangeQueue::handed_on`]).
+    pub fn newest_change(&self) -> u64 {
+        self.newest_change
+    }
+
+    fn handed_out(&mut self, change: PodChange) -> PodChange {
+        self.newest_change = self.newest_change.max(change.pod().generation);
+        change
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<CachedPod>> {

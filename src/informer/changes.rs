@@ -12,6 +12,15 @@
 //! slow consumer costs no memory growth, the last state of every pod is always
 //! delivered, and Spark sees every acted-on state it would see from its own
 //! watch, in order.
+//!
+//! The queue also knows how far the consumer has got: it hands a batch on (to
+//! Spark's store) before it comes back for the next, so every change of a batch
+//! has reached Spark once the consumer takes again or waits. The lister hands
+//! Spark no full snapshot that shows a change not yet there
+//! ([`PodChangeQueue::handed_on`]): Spark reads a pod missing from a full
+//! snapshot as gone, so a snapshot that overtook a deleted pod's queued
+//! `PodFailed` would make Spark remove that executor as missing (exit code -1)
+//! and drop its failure.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -29,13 +38,22 @@ pub struct QueueClosed;
 pub struct PodChangeQueue {
     state: Mutex<QueueState>,
     changed: Condvar,
+    /// The consumer came back for more: the batch it held has been handed on.
+    handed_on: Condvar,
+}
+
+/// A change waiting, in the slot its pod's first waiting change took.
+struct Waiting {
+    change: PodChange,
+    /// The cache generation of the change that took the slot: the oldest this slot holds back.
+    first_generation: u64,
 }
 
 #[derive(Default)]
 struct QueueState {
     /// Entry ids, oldest first.
     order: VecDeque<u64>,
-    pending: HashMap<u64, PodChange>,
+    pending: HashMap<u64, Waiting>,
     /// The newest waiting entry of each pod: the one a newer change may replace.
     newest: HashMap<String, u64>,
     next_id: u64,
@@ -43,6 +61,23 @@ struct QueueState {
     delivered: HashMap<String, String>,
     coalesced: u64,
     closed: bool,
+    /// The newest cache generation pushed.
+    pushed_through: u64,
+    /// The batch the consumer took and has not come back from: its oldest cache generation
+    /// and its length.
+    in_hand: Option<(u64, usize)>,
+    /// A consumer has taken changes; until one has, nothing waits for it.
+    consumer: bool,
+}
+
+impl QueueState {
+    /// Every change up to cache generation `generation` pushed, taken, and handed on.
+    fn handed_on(&self, generation: u64) -> bool {
+        !self.consumer
+            || (self.pushed_through >= generation
+                && self.in_hand.is_none_or(|(oldest, _)| oldest > generation)
+                && self.pending.values().all(|w| w.first_generation > generation))
+    }
 }
 
 impl PodChangeQueue {
@@ -53,20 +88,22 @@ impl PodChangeQueue {
         }
         let state = &mut *state;
         let name = change.pod().name.clone();
+        state.pushed_through = state.pushed_through.max(change.pod().generation);
         let replaceable = state.newest.get(&name).copied().filter(|id| {
-            let waiting = spark_state(&state.pending[id]);
+            let waiting = spark_state(&state.pending[id].change);
             // A state Spark acts on is only replaced by a newer state of its class.
             !waiting.acted_on() || waiting == spark_state(&change)
         });
         match replaceable {
             Some(id) => {
-                state.pending.insert(id, change);
+                state.pending.get_mut(&id).expect("a newest id waits").change = change;
                 state.coalesced += 1;
             }
             None => {
                 let id = state.next_id;
                 state.next_id += 1;
-                state.pending.insert(id, change);
+                let first_generation = change.pod().generation;
+                state.pending.insert(id, Waiting { change, first_generation });
                 state.order.push_back(id);
                 state.newest.insert(name, id);
             }
@@ -75,10 +112,15 @@ impl PodChangeQueue {
     }
 
     /// Takes up to `max` changes, oldest first, waiting up to `timeout` for the
-    /// first. An empty batch means the timeout passed.
+    /// first. An empty batch means the timeout passed. One consumer: it hands each
+    /// batch on before it takes again.
     pub fn take(&self, max: usize, timeout: Duration) -> Result<Vec<PodChange>, QueueClosed> {
         let deadline = deadline_after(timeout);
         let mut state = self.state.lock();
+        state.consumer = true;
+        if state.in_hand.take().is_some() {
+            self.handed_on.notify_all();
+        }
         while state.order.is_empty() {
             if state.closed {
                 return Err(QueueClosed);
@@ -91,7 +133,9 @@ impl PodChangeQueue {
         let mut batch = Vec::with_capacity(n);
         for _ in 0..n {
             let id = state.order.pop_front().expect("n <= len");
-            let change = state.pending.remove(&id).expect("every queued id has a change");
+            let Waiting { change, first_generation } = state.pending.remove(&id).expect("every queued id has a change");
+            let (oldest, len) = state.in_hand.unwrap_or((first_generation, 0));
+            state.in_hand = Some((oldest.min(first_generation), len + 1));
             let name = change.pod().name.clone();
             if state.newest.get(&name) == Some(&id) {
                 state.newest.remove(&name);
@@ -105,6 +149,24 @@ impl PodChangeQueue {
         Ok(batch)
     }
 
+    /// Whether every change up to cache generation `generation` has been handed on by the
+    /// consumer (true while none has taken anything).
+    pub fn handed_on(&self, generation: u64) -> bool {
+        self.state.lock().handed_on(generation)
+    }
+
+    /// Waits until [`Self::handed_on`] holds, the queue closes, or `deadline`; on the deadline,
+    /// how many changes still wait or are in the consumer's hand.
+    pub fn await_handed_on(&self, generation: u64, deadline: Instant) -> Result<(), usize> {
+        let mut state = self.state.lock();
+        while !state.handed_on(generation) && !state.closed {
+            if self.handed_on.wait_until(&mut state, deadline).timed_out() {
+                return Err(state.order.len() + state.in_hand.map_or(0, |(_, len)| len));
+            }
+        }
+        Ok(())
+    }
+
     /// Whether this version of the pod was handed to the consumer last.
     pub fn was_delivered(&self, name: &str, resource_version: &str) -> bool {
         self.state.lock().delivered.get(name).is_some_and(|rv| rv == resource_version)
@@ -114,6 +176,7 @@ impl PodChangeQueue {
     pub fn close(&self) {
         self.state.lock().closed = true;
         self.changed.notify_all();
+        self.handed_on.notify_all();
     }
 
     /// Changes waiting.
@@ -323,6 +386,57 @@ mod tests {
         let (result, waited) = consumer.join().unwrap();
         assert_eq!(result, Err(QueueClosed));
         assert!(waited < Duration::from_secs(5));
+    }
+
+    /// The lister's rule (module doc): nothing counts as handed on until the consumer comes back
+    /// for the next batch; before any consumer takes, nothing waits for one.
+    #[test]
+    fn a_change_is_handed_on_only_once_the_consumer_comes_back() {
+        let q = PodChangeQueue::default();
+        q.push(change("a", "1", false));
+        q.push(change("b", "2", false));
+        assert!(q.handed_on(2), "no consumer yet");
+        assert_eq!(rvs(&q.take(1, Duration::ZERO).unwrap()), ["a@1"]);
+        assert!(!q.handed_on(1), "a is in the consumer's hand");
+        assert!(q.handed_on(0));
+        assert_eq!(rvs(&q.take(10, Duration::ZERO).unwrap()), ["b@2"]);
+        assert!(q.handed_on(1) && !q.handed_on(2), "a handed on, b in hand");
+        assert!(q.take(10, Duration::ZERO).unwrap().is_empty());
+        assert!(q.handed_on(2));
+        assert!(!q.handed_on(3), "not pushed yet");
+        // A newer change in an old slot holds back what that slot held first.
+        q.push(change("c", "3", false));
+        q.push(change("c", "4", false));
+        assert!(!q.handed_on(3) && !q.handed_on(4));
+        assert_eq!(rvs(&q.take(10, Duration::ZERO).unwrap()), ["c@4"]);
+        q.take(10, Duration::ZERO).unwrap();
+        assert!(q.handed_on(4));
+    }
+
+    #[test]
+    fn the_lister_waits_for_the_consumer_and_says_how_many_changes_are_behind() {
+        let q = Arc::new(PodChangeQueue::default());
+        q.take(1, Duration::ZERO).unwrap(); // a consumer
+        for rv in 1..=3 {
+            q.push(change(&format!("p{rv}"), &rv.to_string(), false));
+        }
+        let soon = Instant::now() + Duration::from_millis(100);
+        assert_eq!(q.await_handed_on(3, soon), Err(3), "a stalled consumer");
+        let consumer = {
+            let q = q.clone();
+            std::thread::spawn(move || {
+                let batch = q.take(10, Duration::ZERO).unwrap();
+                std::thread::sleep(Duration::from_millis(300)); // handing it to Spark, slowly
+                q.take(10, Duration::from_millis(10)).unwrap();
+                batch.len()
+            })
+        };
+        let began = Instant::now();
+        assert_eq!(q.await_handed_on(3, Instant::now() + Duration::from_secs(10)), Ok(()));
+        assert!(began.elapsed() >= Duration::from_millis(250), "not before the batch was handed on");
+        assert_eq!(consumer.join().unwrap(), 3);
+        q.close();
+        assert_eq!(q.await_handed_on(9, Instant::now() + Duration::from_secs(10)), Ok(()), "closed: no wait");
     }
 
     #[test]

@@ -55,6 +55,11 @@ pub enum NotReady {
     AwaitingProof {
         proven_ago: Duration,
     },
+    /// The cache is current, but Spark's store has not got every change it shows yet (its
+    /// consumer is behind): a full snapshot would overtake them.
+    Undelivered {
+        changes: usize,
+    },
     Stopped,
 }
 
@@ -70,6 +75,11 @@ impl std::fmt::Display for NotReady {
                 "the cache was last proven current {:.1}s ago, past the stale bound; the watch's next renewal proves \
                  it again",
                 proven_ago.as_secs_f64()
+            ),
+            NotReady::Undelivered { changes } => write!(
+                f,
+                "{changes} pod changes have not reached Spark's store yet (its consumer is behind); a full snapshot \
+                 would overtake them"
             ),
             NotReady::Stopped => write!(f, "the informer is stopped"),
         }

@@ -47,6 +47,10 @@ pub const STOP_BOUND: Duration = Duration::from_secs(5);
 /// How often the informer checks its deadlines and the wire's silence.
 const TICK: Duration = Duration::from_millis(500);
 
+/// How long one lister call waits for the consumer to hand on the changes its snapshot shows,
+/// before it answers not ready (the Java lister then asks again at once).
+const HANDED_ON_WAIT: Duration = Duration::from_secs(1);
+
 /// Misuse of the informer's lifecycle.
 #[derive(Debug, thiserror::Error)]
 pub enum InformerError {
@@ -129,6 +133,14 @@ pub struct ListerSnapshot {
     /// Identifies these contents (see `ExecutorPodCache::view`): the snapshot
     /// holds every change up to it, none after.
     pub view: u64,
+}
+
+/// A snapshot as the lister takes it, before it may be handed to Spark.
+enum Snapshot {
+    /// Every change it shows has reached Spark's store.
+    HandedOn(ListerSnapshot),
+    /// It shows changes up to cache generation `newest`, not all handed on yet.
+    Ahead { snapshot: ListerSnapshot, newest: u64 },
 }
 
 struct Shared {
@@ -303,10 +315,38 @@ impl ExecutorPodInformer {
     /// A full snapshot of the cache, or why none may be taken now (never an
     /// empty or partial list from an unsynced or stale cache). Readiness and
     /// contents are read at once, under the lock the informer writes under.
+    ///
+    /// Nor one that shows a change the consumer of [`Self::take_changes`] has not handed to
+    /// Spark yet (module `changes`): it waits up to [`HANDED_ON_WAIT`] for the consumer to hand on
+    /// what the snapshot shows, then hands a newer one if nothing newer waits, else that one
+    /// (as Spark's own LIST, it may then lag a change handed on meanwhile, never lead one).
+    /// Blocks the calling thread: call it from outside the runtime.
     pub fn lister_snapshot(&self) -> Result<ListerSnapshot, NotReady> {
+        let deadline = Instant::now() + HANDED_ON_WAIT;
+        let (taken, newest) = match self.snapshot_now()? {
+            Snapshot::HandedOn(snapshot) => return Ok(snapshot),
+            Snapshot::Ahead { snapshot, newest } => (snapshot, newest),
+        };
+        self.shared.changes.await_handed_on(newest, deadline).map_err(|changes| NotReady::Undelivered { changes })?;
+        Ok(match self.snapshot_now()? {
+            Snapshot::HandedOn(snapshot) => snapshot,
+            Snapshot::Ahead { .. } => taken,
+        })
+    }
+
+    /// A snapshot now, and whether the consumer has handed on every change it shows. Checked
+    /// under the machine's lock, so no change is made between the check and the snapshot.
+    fn snapshot_now(&self) -> Result<Snapshot, NotReady> {
         let wire = self.shared.activity.last_success();
-        let (pods, view) = self.shared.machine.lock().lister_snapshot(Instant::now(), wire)?;
-        Ok(ListerSnapshot { pods, view })
+        let machine = self.shared.machine.lock();
+        let (pods, view) = machine.lister_snapshot(Instant::now(), wire)?;
+        let newest = machine.cache().newest_change();
+        let snapshot = ListerSnapshot { pods, view };
+        Ok(if self.shared.changes.handed_on(newest) {
+            Snapshot::HandedOn(snapshot)
+        } else {
+            Snapshot::Ahead { snapshot, newest }
+        })
     }
 
     /// Waits up to `wait` for the lister to be ready: the first list to complete, or, when a quiet

@@ -526,7 +526,7 @@ fn relist(m: &mut InformerMachine, n: u64, rv: &str, now: Instant) -> Vec<Effect
 fn a_list_older_than_the_cache_is_rejected_and_nothing_is_made_up_as_deleted() {
     let t0 = Instant::now();
     let mut m = watching_at(InitialList::WatchCache, 320, "542", t0);
-    assert_eq!(m.step(gone(Some(t0)), at(t0, 5100)), vec![Effect::Relist], "the watch cannot resume");
+    assert_eq!(m.step(gone(), at(t0, 5100)), vec![Effect::Relist], "the watch cannot resume");
     assert_eq!(m.list_request().from, ListFrom::MostRecent, "a relist is a consistent read");
     let effects = relist(&mut m, 300, "522", at(t0, 6000));
     assert_eq!(effects, vec![Effect::Relist], "rejected: listed again, nothing delivered");

@@ -48,8 +48,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * cluster), each restart costs a 410 and a relist, and compaction forces none. In both, a silence
  * longer than the silence bound (a black hole, a 429 burst) ends the watch, which resumes from the
  * cache's resourceVersion (a relist only if that answers 410), so every state the silence hid
- * reaches Spark as an event. Each fault costs at most one relist, and none happens outside a
- * fault.
+ * reaches Spark as an event. Each fault costs at most one relist, and none happens outside a fault.
  *
  * <p>With the watch cache on it runs twice more: with watches of a lister round (4 s here, twice
  * the stale bound: the default's shape), where a black hole shorter than the silence bound costs no

@@ -316,32 +316,32 @@ async fn a_black_hole_longer_than_the_stale_bound_makes_the_lister_unready_then_
     let held = Instant::now();
     kubelet::create_executor(&pods, &app, 3).await.unwrap();
     kubelet::set_phase(&pods, &kubelet::executor_pod_name(&app, 0), PodPhase::Failed(143)).await.unwrap();
-    // Stale at the bound; then, at the next tick, the informer drops the watch and resumes it
-    // from the cache's resourceVersion (relisting would lose what the hole hid).
+    // Stale at the bound; then, at the next tick, the informer drops the watch and relists.
     let refused = eventually("the lister to refuse a stale cache", Duration::from_secs(10), || async {
         match informer.lister_snapshot() {
-            Err(reason @ NotReady::Stale { .. }) => Some(reason),
+            Err(reason @ (NotReady::Stale { .. } | NotReady::Relisting)) => Some(reason),
             _ => None,
         }
     })
     .await;
     assert!(held.elapsed() < Duration::from_secs(7), "stale only after {:?}: {refused}", held.elapsed());
-    eventually("Degraded during the hole", Duration::from_secs(5), || async {
-        (informer.health().state.name() == "Degraded").then_some(())
+    eventually("the relist that follows a stale spell", Duration::from_secs(5), || async {
+        (informer.health().phase == "relisting after a stale spell").then_some(())
     })
     .await;
-    assert!(informer.lister_snapshot().is_err(), "the old cache never serves during the hole");
+    assert_eq!(informer.health().state.name(), "Degraded");
+    assert_eq!(informer.lister_snapshot().unwrap_err(), NotReady::Relisting, "the old cache never serves again");
 
     let first_after =
         eventually("ready again after the hole", Duration::from_secs(40), || async { informer.lister_snapshot().ok() })
             .await;
-    // Served again only once the resumed watch proved the cache: with what happened during the hole.
+    // Served again only once the relist completed: with what happened during the hole.
     let created_during_the_hole = kubelet::executor_pod_name(&app, 3);
     assert!(
         first_after.pods.iter().any(|p| p.name == created_during_the_hole),
         "the first snapshot after the hole lacks {created_during_the_hole}"
     );
-    assert_eq!(informer.health().relists, 0, "a stale spell resumes the watch: {:?}", informer.health());
+    assert_eq!(informer.health().relists, 1, "one relist per stale spell: {:?}", informer.health());
     eventually("no lost change", Duration::from_secs(20), || async {
         (last_state(&received, &kubelet::executor_pod_name(&app, 0)).as_deref() == Some("Failed")
             && last_state(&received, &kubelet::executor_pod_name(&app, 3)).is_some())

@@ -55,6 +55,8 @@ pub enum NotReady {
     AwaitingProof {
         proven_ago: Duration,
     },
+    /// Relisting after a stale spell: the old cache is not served again.
+    Relisting,
     /// The cache is current, but Spark's store has not got every change it shows yet (its
     /// consumer is behind): a full snapshot would overtake them.
     Undelivered {
@@ -76,6 +78,12 @@ impl std::fmt::Display for NotReady {
                  it again",
                 proven_ago.as_secs_f64()
             ),
+            NotReady::Relisting => {
+                write!(
+                    f,
+                    "relisting after the apiserver was silent past the stale bound; no snapshot until it completes"
+                )
+            }
             NotReady::Undelivered { changes } => write!(
                 f,
                 "{changes} pod changes have not reached Spark's store yet (its consumer is behind); a full snapshot \

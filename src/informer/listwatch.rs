@@ -131,23 +131,6 @@ pub fn list_watch(
     request: ListRequest,
 ) -> BoxStream<'static, Result<Item, Failure>> {
     let start = State::Listing { request, continue_token: None, page: VecDeque::new(), list_rv: None, began: false };
-    requests_from(pods, selector, start)
-}
-
-/// Watches after `resource_version` (the cache's) without listing, as after a disconnect: what
-/// the apiserver wrote since arrives as events, so the consumer sees every state a gap hid; a
-/// 410 Gone ends the stream with that failure, for the caller to relist.
-pub fn resume_watch(
-    pods: Api<Pod>,
-    selector: Selector,
-    resource_version: String,
-) -> BoxStream<'static, Result<Item, Failure>> {
-    // A short first watch: the connection broke, and only a bookmark shows whether the apiserver
-    // now serving it (a load balancer's other one) is as new as the cache.
-    requests_from(pods, selector, State::Resume { rv: resource_version, short: true })
-}
-
-fn requests_from(pods: Api<Pod>, selector: Selector, start: State) -> BoxStream<'static, Result<Item, Failure>> {
     stream::unfold(Some(start), move |state| {
         let (pods, selector) = (pods.clone(), selector.clone());
         async move {

@@ -31,12 +31,10 @@
 //!   the cache has applied is rejected all the same (the cache stays, the informer lists again
 //!   after a backoff);
 //! - a silence longer than the silence bound (a watch's length plus a margin: a black hole, a
-//!   long outage) ends the watch: the informer resumes it from the cache's resourceVersion, and
-//!   relists only if that answers 410 Gone, as client-go's reflector does. So every change the
-//!   silence hid reaches Spark as an event, as Spark's own watch carries it, and Spark acts on each
-//!   (an exit code logged, a failure counted), where a relist would lose them. The replay comes in
-//!   a burst whose end nobody announces, so the resumed watch proves nothing until it ends cleanly
-//!   at its timeout, and no full snapshot is served until then.
+//!   long outage) ends the watch: the informer relists, and serves nothing until that list
+//!   completes. A watch resumed after such a spell would replay what it missed in a burst whose
+//!   end nobody announces, so it is never trusted; the relist is the one definite point at which
+//!   the cache is whole again.
 //!
 //! Reading (readiness, report) never changes state.
 
@@ -60,11 +58,10 @@ pub enum Phase {
     /// cache as an explicit transition).
     InitialList { strategy: InitialList },
     /// Following the apiserver with a watch (resuming from the last resourceVersion after
-    /// a disconnect or a stale spell, which sets `since`); the cache is current as of the last
-    /// byte that watch received.
+    /// a disconnect); the cache is current as of the last byte that watch received.
     Watching { since: Instant },
-    /// Listing again: the watch could not resume (410 Gone). The old cache serves only while
-    /// provably within the bound.
+    /// Listing again: the watch could not resume (410 Gone) or the apiserver was silent
+    /// past the stale bound. The old cache serves only while provably within the bound.
     Relisting { cause: RelistCause },
     /// Stopped for good.
     Stopped,
@@ -76,6 +73,8 @@ pub enum RelistCause {
     /// The watch could not resume (410 Gone) after a short gap: the old cache is as current
     /// as before that watch and keeps serving until that is older than the stale bound.
     Gone,
+    /// No sign of life for longer than the stale bound: the old cache is not served again.
+    StaleSpell,
 }
 
 impl Phase {
@@ -84,6 +83,7 @@ impl Phase {
             Phase::InitialList { .. } => "initial list",
             Phase::Watching { .. } => "watching",
             Phase::Relisting { cause: RelistCause::Gone } => "relisting after 410 Gone",
+            Phase::Relisting { cause: RelistCause::StaleSpell } => "relisting after a stale spell",
             Phase::Stopped => "stopped",
         }
     }
@@ -139,8 +139,6 @@ pub enum Effect {
     Listed(Vec<Arc<CachedPod>>),
     /// Drop the requests in flight and list again, as [`InformerMachine::list_request`] says.
     Relist,
-    /// Drop the requests in flight and watch again after this resourceVersion (the cache's).
-    Resume(String),
 }
 
 /// The current run of failures.
@@ -192,8 +190,6 @@ pub struct InformerMachine {
     failures: Option<FailureRun>,
     errors: u64,
     relists: u64,
-    /// Watches resumed after a stale spell.
-    resumes: u64,
     rejected_lists: u64,
     events_applied: u64,
     last_event: Option<SystemTime>,
@@ -218,7 +214,6 @@ impl InformerMachine {
             failures: None,
             errors: 0,
             relists: 0,
-            resumes: 0,
             rejected_lists: 0,
             events_applied: 0,
             last_event: None,
@@ -465,11 +460,14 @@ impl InformerMachine {
     }
 
     fn tick(&mut self, wire: Option<Instant>, now: Instant) -> Vec<Effect> {
-        // A sign of life after the last failure ends the run of failures. While watching, only
-        // bytes of a fresh watch count: a watch resumed on a lagging apiserver answers too.
+        // A sign of life after the last failure ends the run of failures; after a stale
+        // spell only the relist's completion does (its bytes say nothing of the old cache).
+        // While watching, only bytes of a fresh watch count: a watch resumed on a lagging apiserver
+        // answers too.
         if let (Some(run), Some(wire)) = (&self.failures, wire) {
             let counts = match self.phase {
                 Phase::Watching { .. } => self.watch.and_then(|w| w.fresh_at).is_some_and(|fresh| wire >= fresh),
+                Phase::Relisting { cause: RelistCause::StaleSpell } => false,
                 Phase::InitialList { .. } | Phase::Relisting { .. } | Phase::Stopped => true,
             };
             if wire > run.last_at && counts {
@@ -491,49 +489,36 @@ impl InformerMachine {
                 return vec![Effect::Relist];
             }
         }
-        let Phase::Watching { since } = self.phase else {
+        let Phase::Watching { .. } = self.phase else {
             return Vec::new();
         };
-        let as_of = self.watch_as_of(wire);
-        let known = match as_of {
-            WatchAsOf::Current(t) | WatchAsOf::ResumedAfterSilence(t) => t,
-        };
-        // The newest sign that this watch lives: a proof, its start (a watch resumed after a
-        // stale spell gets a whole silence bound), or a byte on it once it showed itself fresh.
-        let fresh_since = self.watch.as_ref().and_then(|w| w.fresh_at);
-        let on_this_watch = fresh_since.and_then(|fresh| wire.filter(|w| *w >= fresh.max(since)));
-        let alive = [known, since].into_iter().chain(on_this_watch).max().unwrap_or(known);
-        if now.saturating_duration_since(alive) <= self.bounds.silence_bound {
-            if let WatchAsOf::Current(as_of) = as_of {
+        match self.watch_as_of(wire) {
+            WatchAsOf::Current(as_of) if now.saturating_duration_since(as_of) <= self.bounds.silence_bound => {
                 self.current_as_of = Some(as_of);
+                Vec::new()
             }
-            return Vec::new();
+            WatchAsOf::Current(as_of) | WatchAsOf::ResumedAfterSilence(as_of) => {
+                let silent_for = now.saturating_duration_since(as_of);
+                tracing::warn!(
+                    "executor pod informer degraded: no response from the apiserver for {:.1}s (a healthy watch is \
+                     silent {:.1}s at most); relisting, and no snapshot until that list completes",
+                    silent_for.as_secs_f64(),
+                    self.bounds.silence_bound.as_secs_f64()
+                );
+                self.failed(
+                    format!(
+                        "no response from the apiserver for {:.1}s (silence bound {:.1}s)",
+                        silent_for.as_secs_f64(),
+                        self.bounds.silence_bound.as_secs_f64()
+                    ),
+                    now,
+                );
+                self.phase = Phase::Relisting { cause: RelistCause::StaleSpell };
+                self.relists += 1;
+                self.watch = None;
+                vec![Effect::Relist]
+            }
         }
-        let silent_for = now.saturating_duration_since(alive);
-        let rv = self.resource_version.clone().unwrap_or_default();
-        tracing::warn!(
-            "executor pod informer degraded: no response from the apiserver for {:.1}s (a healthy watch is \
-             silent {:.1}s at most); resuming the watch from resourceVersion {rv}, and no snapshot until a \
-             watch proves the cache current",
-            silent_for.as_secs_f64(),
-            self.bounds.silence_bound.as_secs_f64()
-        );
-        self.failed(
-            format!(
-                "no response from the apiserver for {:.1}s (silence bound {:.1}s)",
-                silent_for.as_secs_f64(),
-                self.bounds.silence_bound.as_secs_f64()
-            ),
-            now,
-        );
-        // Resumed, not relisted (client-go's reflector relists only after 410 Gone): the watch
-        // replays every change since the cache's resourceVersion, so Spark sees each state the
-        // silence hid, as its own watch would. The cache stays as current as it was; only a proof
-        // of the new watch (its clean end) lets the lister snapshot again.
-        self.phase = Phase::Watching { since: now };
-        self.resumes += 1;
-        self.watch = None;
-        vec![Effect::Resume(rv)]
     }
 
     fn fall_back_from_streaming(&mut self, why: &str) -> Vec<Effect> {
@@ -553,8 +538,8 @@ impl InformerMachine {
     /// they came on this watch and follow the last proof within the stale bound. After a longer
     /// quiet spell, a clean end of the watch at its timeout is the proof, of what it proves (and
     /// bytes that follow it within the stale bound); bytes after a gap longer than the silence
-    /// bound are a watch resumed after a stale spell, whose replay may still be arriving: not
-    /// current until that watch ends cleanly.
+    /// bound are a watch resumed after a stale spell, whose replay may still be arriving (the
+    /// next tick relists).
     fn watch_as_of(&self, wire: Option<Instant>) -> WatchAsOf {
         let mut known = self.current_as_of.expect("a watching cache has listed");
         let Phase::Watching { since } = self.phase else {
@@ -588,7 +573,8 @@ impl InformerMachine {
         match self.phase {
             Phase::Stopped => return Err(NotReady::Stopped),
             Phase::InitialList { .. } => return Err(NotReady::NeverSynced),
-            Phase::Watching { .. } | Phase::Relisting { .. } => {}
+            Phase::Relisting { cause: RelistCause::StaleSpell } => return Err(NotReady::Relisting),
+            Phase::Watching { .. } | Phase::Relisting { cause: RelistCause::Gone } => {}
         }
         if let WatchAsOf::ResumedAfterSilence(known) = self.watch_as_of(wire) {
             return Err(NotReady::Stale { silent_for: now.saturating_duration_since(known) });
@@ -671,11 +657,6 @@ impl InformerMachine {
 
     pub fn relists(&self) -> u64 {
         self.relists
-    }
-
-    /// Watches resumed from the cache's resourceVersion after a stale spell.
-    pub fn resumes(&self) -> u64 {
-        self.resumes
     }
 
     /// Lists rejected because they were older than the cache.

@@ -412,32 +412,21 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
         tick
     });
 
-    // Set when the machine resumes the watch after a stale spell instead of listing.
-    let mut resume_from: Option<String> = None;
     'watcher: loop {
-        let requests = if let Some(rv) = resume_from.take() {
-            tracing::debug!("resuming the executor pod watch after resourceVersion {rv}");
-            listwatch::resume_watch(pods.clone(), selector.clone(), rv).boxed()
+        let (request, failing) = {
+            let machine = shared.machine.lock();
+            (machine.list_request(), machine.is_failing())
+        };
+        let delay = if failing {
+            relist_backoff.next().unwrap_or(Duration::from_secs(30))
         } else {
-            let (request, failing) = {
-                let machine = shared.machine.lock();
-                (machine.list_request(), machine.is_failing())
-            };
-            let delay = if failing {
-                relist_backoff.next().unwrap_or(Duration::from_secs(30))
-            } else {
-                relist_backoff.reset();
-                Duration::ZERO
-            };
-            tracing::debug!("listing executor pods: {request:?} in {delay:?}");
-            futures::stream::once(tokio::time::sleep(delay))
-                .filter_map(|()| async { None })
-                .boxed()
-                .chain(listwatch::list_watch(pods.clone(), selector.clone(), request))
-                .boxed()
-        }
-        .default_backoff();
-        let mut events = requests.boxed();
+            relist_backoff.reset();
+            Duration::ZERO
+        };
+        tracing::debug!("listing executor pods: {request:?} in {delay:?}");
+        let requests = listwatch::list_watch(pods.clone(), selector.clone(), request).default_backoff();
+        let mut events =
+            futures::stream::once(tokio::time::sleep(delay)).filter_map(|()| async { None }).chain(requests).boxed();
         loop {
             let input = tokio::select! {
                 _ = stop.changed() => break 'watcher,
@@ -458,13 +447,8 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
             if effects.iter().any(|e| matches!(e, Effect::Listed(_))) {
                 relist_backoff.reset();
             }
-            match carry_out(&shared, effects) {
-                Restart::No => {}
-                Restart::Relist => continue 'watcher,
-                Restart::Resume(rv) => {
-                    resume_from = Some(rv);
-                    continue 'watcher;
-                }
+            if carry_out(&shared, effects) {
+                continue 'watcher;
             }
         }
     }
@@ -481,16 +465,9 @@ impl Shared {
     }
 }
 
-/// Whether the requests in flight must be replaced, and by what.
-enum Restart {
-    No,
-    Relist,
-    Resume(String),
-}
-
-/// Carries out the effects of one step; says whether the requests must be replaced.
-fn carry_out(shared: &Shared, effects: Vec<Effect>) -> Restart {
-    let mut restart = Restart::No;
+/// Carries out the effects of one step; true if the watcher must be replaced (a relist).
+fn carry_out(shared: &Shared, effects: Vec<Effect>) -> bool {
+    let mut relist = false;
     for effect in effects {
         match effect {
             Effect::Deliver(changes) => {
@@ -506,11 +483,10 @@ fn carry_out(shared: &Shared, effects: Vec<Effect>) -> Restart {
                     subscriber.listed(&pods);
                 }
             }
-            Effect::Relist => restart = Restart::Relist,
-            Effect::Resume(rv) => restart = Restart::Resume(rv),
+            Effect::Relist => relist = true,
         }
     }
-    restart
+    relist
 }
 
 /// Replays cached pods whose current version was not delivered: an unchanged

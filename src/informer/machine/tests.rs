@@ -194,13 +194,11 @@ fn a_long_watch_whose_renewal_does_not_come_is_a_stale_spell_at_its_silence_boun
     assert_eq!(m.sync_state(at(t0, 20_100), wire).name(), "Degraded");
     // Within the silence bound (11.67 s) the watch may still come back...
     assert!(m.step(Input::Tick { wire }, at(t0, 21_600)).is_empty());
-    // ...past it the informer resumes the watch from the cache's resourceVersion, and the old
-    // cache serves nothing until that watch proves it. (The renewal's answer at 10.005 s proved
-    // nothing: its watch had shown nothing as new as the cache yet.)
+    // ...past it the informer relists, and the old cache never serves again. (The renewal's
+    // answer at 10.005 s proved nothing: its watch had shown nothing as new as the cache yet.)
     assert_eq!(m.readiness(at(t0, 21_700), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(11_700) }));
-    assert_eq!(m.step(Input::Tick { wire }, at(t0, 21_700)), vec![Effect::Resume("1".into())]);
-    assert!(matches!(m.readiness(at(t0, 21_800), Some(at(t0, 21_750))), Err(NotReady::Stale { .. })));
-    assert_eq!((m.relists(), m.resumes()), (0, 1));
+    assert_eq!(m.step(Input::Tick { wire }, at(t0, 21_700)), vec![Effect::Relist]);
+    assert_eq!(m.readiness(at(t0, 21_800), Some(at(t0, 21_750))), Err(NotReady::Relisting));
 }
 
 #[test]
@@ -210,13 +208,7 @@ fn bytes_after_a_silence_longer_than_the_silence_bound_never_prove_a_long_watch(
     // No tick ran during 12 s of silence; the resumed watch's first byte at 12 s.
     let wire = Some(at(t0, 12_000));
     assert_eq!(m.readiness(at(t0, 12_010), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(12_010) }));
-    // Bytes flow on it: its replay goes on reaching Spark, nothing to resume...
-    assert!(m.step(Input::Tick { wire }, at(t0, 12_020)).is_empty());
-    assert!(matches!(m.readiness(at(t0, 12_030), wire), Err(NotReady::Stale { .. })));
-    // ...and its clean end at its timeout proves the cache.
-    m.step(Input::WatchEnded { proves: Some(at(t0, 12_500)) }, at(t0, 12_500));
-    assert_eq!(m.readiness(at(t0, 12_600), Some(at(t0, 12_500))), Ok(()));
-    assert_eq!((m.relists(), m.resumes()), (0, 0));
+    assert_eq!(m.step(Input::Tick { wire }, at(t0, 12_020)), vec![Effect::Relist]);
 }
 
 /// The end of a watch that a black hole held arrives late: it proves the cache only as of the
@@ -236,49 +228,43 @@ fn a_held_watch_end_proves_only_its_timeout_and_the_silence_bound_runs_from_ther
         "proven as of 10 s, not 15.5 s: {:?}",
         m.readiness(at(t0, 15_600), wire)
     );
-    // No renewal proves it in time: resume at the silence bound after the proof (21.67 s).
+    // No renewal proves it in time: relist at the silence bound after the proof (21.67 s).
     assert!(m.step(Input::Tick { wire }, at(t0, 21_600)).is_empty());
-    assert_eq!(m.step(Input::Tick { wire }, at(t0, 21_700)), vec![Effect::Resume("2".into())]);
+    assert_eq!(m.step(Input::Tick { wire }, at(t0, 21_700)), vec![Effect::Relist]);
 }
 
-/// Defect 1 of the lister issue: the outage outlasts the stale bound; when it ends, the old
-/// cache must not serve until the cache is proven current again. And (the differential harness)
-/// the watch resumes, so every change the outage hid reaches Spark: a relist would lose them.
+/// Defect 1 of the issue: the outage outlasts the stale bound; when it ends, the
+/// old cache must not serve while the list that follows runs.
 #[test]
-fn after_a_stale_spell_the_watch_resumes_and_nothing_is_served_until_it_proves_the_cache() {
+fn after_a_stale_spell_nothing_is_served_until_the_relist_completes() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1"), ("p2", "2")], t0);
     m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 1000));
     // Black hole from 1 s: no byte. Still within the bound at 5.9 s...
     assert!(m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 5900)).is_empty());
     assert_eq!(m.readiness(at(t0, 5900), Some(at(t0, 1000))), Ok(()));
-    // ...past it at 6.1 s: the informer drops the watch and resumes it after the cache's
-    // resourceVersion.
-    assert_eq!(m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 6100)), vec![Effect::Resume("2".into())]);
-    assert!(matches!(m.phase(), Phase::Watching { .. }));
+    // ...past it at 6.1 s: the informer drops the watch and relists.
+    assert_eq!(m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 6100)), vec![Effect::Relist]);
+    assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::StaleSpell });
     assert_eq!(m.sync_state(at(t0, 6100), None).name(), "Degraded");
-    // Within the silence bound of the resume, no other.
-    assert!(m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 9000)).is_empty());
-    // The hole ends at 10 s; the resumed watch replays what it missed: every change, in order.
-    m.step(Input::WatchBegan, at(t0, 10_000));
-    let mut seen = Vec::new();
-    for (i, (name, rv, phase)) in
-        [("p3", "5", "Running"), ("p3", "6", "Failed"), ("p1", "7", "Failed")].iter().enumerate()
-    {
-        let now = at(t0, 10_000 + 500 * i as u64);
-        seen.extend(delivered(&m.step(Input::Applied(pod(name, rv, phase)), now)));
+    assert_eq!(m.relists(), 1);
+    // The hole ends at 15 s; the new list's bytes flow for seconds (a slow link).
+    m.step(Input::ListBegan, at(t0, 15_000));
+    for (i, (name, rv)) in [("p1", "1"), ("p2", "2"), ("p3", "9")].iter().enumerate() {
+        let now = at(t0, 15_000 + 3000 * i as u64);
+        assert!(m.step(Input::Listed(pod(name, rv, "Running")), now).is_empty(), "a relist is compared at its end");
         m.step(Input::Tick { wire: Some(now) }, now);
-        assert!(matches!(m.readiness(now, Some(now)), Err(NotReady::Stale { .. })), "the replay proves nothing");
+        assert_eq!(m.readiness(now, Some(now)), Err(NotReady::Relisting), "the old cache never serves again");
         assert!(m.lister_snapshot(now, Some(now)).is_err());
     }
-    assert_eq!(seen, ["+p3@5", "+p3@6", "+p1@7"]);
-    // The resumed watch ends cleanly at its timeout: the cache is proven current.
-    m.step(Input::WatchEnded { proves: Some(at(t0, 13_000)) }, at(t0, 13_000));
-    let (pods, _) =
-        m.lister_snapshot(at(t0, 13_000), Some(at(t0, 13_000))).expect("ready once the resumed watch ended");
-    assert_eq!(names(&pods), ["p1", "p2", "p3"]);
-    assert_eq!(m.sync_state(at(t0, 13_000), Some(at(t0, 13_000))), SyncState::Synced);
-    assert_eq!((m.relists(), m.resumes()), (0, 1));
+    // Further ticks during the relist do not start another one.
+    assert!(m.step(Input::Tick { wire: Some(at(t0, 22_000)) }, at(t0, 22_000)).is_empty());
+    let effects = m.step(done("9"), at(t0, 23_000));
+    assert_eq!(delivered(&effects), ["+p3@9"]);
+    let (pods, _) = m.lister_snapshot(at(t0, 23_000), Some(at(t0, 23_000))).expect("ready once the list completed");
+    assert_eq!(names(&pods), ["p1", "p2", "p3"], "the first snapshot after the relist has every pod");
+    assert_eq!(m.sync_state(at(t0, 23_000), Some(at(t0, 23_000))), SyncState::Synced);
+    assert_eq!(m.relists(), 1);
 }
 
 /// The other way the old cache could look fresh: bytes of a watch resumed after a
@@ -291,10 +277,8 @@ fn bytes_after_a_silence_longer_than_the_bound_never_freshen_the_cache() {
     // No tick ran during the silence (a busy runtime); the resumed watch's first byte at 7 s.
     let wire = Some(at(t0, 7000));
     assert_eq!(m.readiness(at(t0, 7010), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(6010) }));
-    // Bytes flow on the held watch: its replay goes on reaching Spark, nothing to resume, and it
-    // proves nothing until it ends cleanly.
-    assert!(m.step(Input::Tick { wire }, at(t0, 7020)).is_empty());
-    assert!(matches!(m.readiness(at(t0, 7030), wire), Err(NotReady::Stale { .. })));
+    assert_eq!(m.step(Input::Tick { wire }, at(t0, 7020)), vec![Effect::Relist]);
+    assert_eq!(m.readiness(at(t0, 7030), wire), Err(NotReady::Relisting));
 }
 
 #[test]
@@ -473,15 +457,14 @@ fn a_long_run_of_failures_while_watching_is_a_stale_spell_too() {
         m.step(refused, at(t0, s * 1000));
         assert!(m.step(Input::Tick { wire: Some(t0) }, at(t0, s * 1000 + 10)).is_empty());
     }
-    assert_eq!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 5100)), vec![Effect::Resume("1".into())]);
-    assert!(matches!(m.phase(), Phase::Watching { .. }));
-    // The apiserver answers again: the resumed watch's bytes end Degraded only once it shows itself
-    // as new as the cache, and prove the cache only at its clean end.
-    m.step(Input::WatchBegan, at(t0, 6000));
+    assert_eq!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 5100)), vec![Effect::Relist]);
+    assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::StaleSpell });
+    // The apiserver answers again: its list bytes neither serve the old cache nor end Degraded.
+    m.step(Input::ListBegan, at(t0, 6000));
     m.step(Input::Tick { wire: Some(at(t0, 6100)) }, at(t0, 6200));
     assert_eq!(m.sync_state(at(t0, 6200), Some(at(t0, 6100))).name(), "Degraded");
-    m.step(bookmark("1"), at(t0, 6300));
-    m.step(Input::WatchEnded { proves: Some(at(t0, 6400)) }, at(t0, 6400));
+    m.step(Input::Listed(pod("p1", "1", "Running")), at(t0, 6300));
+    m.step(done("1"), at(t0, 6400));
     assert_eq!(m.sync_state(at(t0, 6400), Some(at(t0, 6400))), SyncState::Synced);
 }
 
@@ -520,20 +503,20 @@ fn relist(m: &mut InformerMachine, n: u64, rv: &str, now: Instant) -> Vec<Effect
     m.step(done(rv), now)
 }
 
-/// The issue's scenario: 320 pods at 542; after a 410 the relist reaches an apiserver
+/// The issue's scenario: 320 pods at 542; after a stale spell the relist reaches an apiserver
 /// whose cache is at 522 and lacks the 20 newest pods.
 #[test]
 fn a_list_older_than_the_cache_is_rejected_and_nothing_is_made_up_as_deleted() {
     let t0 = Instant::now();
     let mut m = watching_at(InitialList::WatchCache, 320, "542", t0);
-    assert_eq!(m.step(gone(), at(t0, 5100)), vec![Effect::Relist], "the watch cannot resume");
+    assert_eq!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 5100)), vec![Effect::Relist], "a stale spell");
     assert_eq!(m.list_request().from, ListFrom::MostRecent, "a relist is a consistent read");
     let effects = relist(&mut m, 300, "522", at(t0, 6000));
     assert_eq!(effects, vec![Effect::Relist], "rejected: listed again, nothing delivered");
     assert_eq!(m.cache().len(), 320, "the cache stays as it was");
     assert_eq!(m.rejected_lists(), 1);
     assert_eq!(m.resource_version(), Some("542"));
-    assert!(matches!(m.readiness(at(t0, 6000), Some(at(t0, 6000))), Err(NotReady::Stale { .. })));
+    assert_eq!(m.readiness(at(t0, 6000), Some(at(t0, 6000))), Err(NotReady::Relisting));
     let SyncState::Degraded { last_error, .. } = m.sync_state(at(t0, 6000), None) else { panic!() };
     assert!(last_error.contains("resourceVersion 522, older than the cache's 542"), "{last_error}");
     assert!(m.is_failing(), "the next list backs off");
@@ -672,14 +655,14 @@ fn a_410_after_a_lagging_watch_keeps_the_cache_as_current_as_last_proven() {
 fn too_large_resource_version_is_a_failure_that_names_the_lagging_apiserver() {
     let t0 = Instant::now();
     let mut m = watching_at(InitialList::WatchCache, 2, "542", t0);
-    assert_eq!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 5100)), vec![Effect::Resume("542".into())]);
+    m.step(Input::Tick { wire: Some(t0) }, at(t0, 5100));
     let too_large = Input::Failed {
         error: "Timeout: Too large resource version: 542, current: 522 (504 Timeout)".into(),
         status: Some(504),
         lagging: true,
     };
-    assert!(m.step(too_large, at(t0, 8200)).is_empty(), "the watch retries it, after its backoff");
+    assert!(m.step(too_large, at(t0, 8200)).is_empty(), "the list retries it, after its backoff");
     let SyncState::Degraded { last_error, .. } = m.sync_state(at(t0, 8200), None) else { panic!() };
     assert!(last_error.contains("older than ours (a lagging apiserver)"), "{last_error}");
-    assert!(matches!(m.readiness(at(t0, 8200), None), Err(NotReady::Stale { .. })));
+    assert_eq!(m.readiness(at(t0, 8200), None), Err(NotReady::Relisting));
 }

@@ -52,9 +52,10 @@ import org.sparkk8snative.TestPlane;
  * 42 differences, one relist; Spark's own watch carries the held bytes through). See
  * docs/reliability.md.
  *
- * <p>By hand, not in CI, until the two differences it finds are mended (docs/reliability.md): on
- * any line with {@code -Dtest.groups=differential -Dtest.excludedGroups=none}. Replay a run with
- * {@code -Ddecisions.seed=N}; {@code -Ddecisions.executors=N} for a longer run by hand.
+ * <p>By hand, not in CI, until the difference it finds after a stale spell is mended (the lister
+ * overtaking queued changes is) (docs/reliability.md): on any line with {@code
+ * -Dtest.groups=differential -Dtest.excludedGroups=none}. Replay a run with {@code
+ * -Ddecisions.seed=N}; {@code -Ddecisions.executors=N} for a longer run by hand.
  */
 @Tag("differential")
 class SameDecisionsTest {

@@ -13,7 +13,8 @@
 //! NOT_READY(4) reason:utf8 (to the end)          no snapshot may be taken now
 //! HEALTH   (5) state:u8 has_synced:u8 consecutive_failures:u32
 //!              cache_size eventsApplied relists errors lists watchConnects
-//!              millisSinceEvent millisSinceActivity pendingChanges cacheJsonBytes: i64 each (-1: never)
+//!              millisSinceEvent millisSinceActivity pendingChanges cacheJsonBytes resumes: i64 each
+//!              (-1: never)
 //!              phase:str description:str
 //! entry    := kind:u8 generation:u64 name:str json_len:u32 json
 //! kind     := 0 applied | 1 deleted | 2 unchanged (snapshots only: json_len = 0, the caller
@@ -34,7 +35,7 @@ use crate::informer::HealthReport;
 use crate::pod::{CachedPod, PodChange};
 
 /// Bumped with every change to the format.
-pub const VERSION: u8 = 3;
+pub const VERSION: u8 = 4;
 
 pub const TAG_CHANGES: u8 = 1;
 pub const TAG_SNAPSHOT: u8 = 2;
@@ -99,7 +100,7 @@ pub fn encode_health(h: &HealthReport) -> Vec<u8> {
         t.map_or(-1, |t| SystemTime::now().duration_since(t).unwrap_or_default().as_millis() as i64)
     };
     let description = h.describe();
-    let mut out = frame(TAG_HEALTH, 6 + 80 + 8 + h.phase.len() + description.len());
+    let mut out = frame(TAG_HEALTH, 6 + 88 + 8 + h.phase.len() + description.len());
     out.push(state);
     out.push(h.has_synced as u8);
     out.extend_from_slice(&failures.to_be_bytes());
@@ -114,6 +115,7 @@ pub fn encode_health(h: &HealthReport) -> Vec<u8> {
         since(h.last_activity),
         h.pending_changes as i64,
         h.cache_json_bytes as i64,
+        h.resumes as i64,
     ] {
         out.extend_from_slice(&value.to_be_bytes());
     }

@@ -85,6 +85,11 @@ fn last_state(received: &Mutex<Received>, name: &str) -> Option<String> {
     received.lock().by_pod.get(name).and_then(|v| v.last()).map(|(_, s)| s.clone())
 }
 
+/// Every state the consumer received for `name`, in order.
+fn states_of(received: &Mutex<Received>, name: &str) -> Vec<String> {
+    received.lock().by_pod.get(name).map(|v| v.iter().map(|(_, s)| s.clone()).collect()).unwrap_or_default()
+}
+
 async fn apiserver_truth(pods: &Api<Pod>, app: &str) -> HashMap<String, String> {
     let list = pods.list(&ListParams::default().labels(&executor_selector(app))).await.unwrap();
     list.items.into_iter().map(|p| (p.metadata.name.unwrap(), p.metadata.resource_version.unwrap())).collect()
@@ -316,38 +321,52 @@ async fn a_black_hole_longer_than_the_stale_bound_makes_the_lister_unready_then_
     let held = Instant::now();
     kubelet::create_executor(&pods, &app, 3).await.unwrap();
     kubelet::set_phase(&pods, &kubelet::executor_pod_name(&app, 0), PodPhase::Failed(143)).await.unwrap();
-    // Stale at the bound; then, at the next tick, the informer drops the watch and relists.
+    // A pod created and deleted during the hole: only a watch that resumes shows it to Spark.
+    let fleeting = kubelet::executor_pod_name(&app, 4);
+    kubelet::create_executor(&pods, &app, 4).await.unwrap();
+    kubelet::set_phase(&pods, &fleeting, PodPhase::Failed(1)).await.unwrap();
+    kubelet::delete_pod(&pods, &fleeting).await.unwrap();
+    // Stale at the bound; then, at the next tick, the informer drops the watch and resumes it
+    // after a consistent read.
     let refused = eventually("the lister to refuse a stale cache", Duration::from_secs(10), || async {
         match informer.lister_snapshot() {
-            Err(reason @ (NotReady::Stale { .. } | NotReady::Relisting)) => Some(reason),
+            Err(reason @ (NotReady::Stale { .. } | NotReady::Resuming)) => Some(reason),
             _ => None,
         }
     })
     .await;
     assert!(held.elapsed() < Duration::from_secs(7), "stale only after {:?}: {refused}", held.elapsed());
-    eventually("the relist that follows a stale spell", Duration::from_secs(5), || async {
-        (informer.health().phase == "relisting after a stale spell").then_some(())
+    eventually("the resume that follows a stale spell", Duration::from_secs(5), || async {
+        (informer.health().phase == "resuming after a stale spell").then_some(())
     })
     .await;
     assert_eq!(informer.health().state.name(), "Degraded");
-    assert_eq!(informer.lister_snapshot().unwrap_err(), NotReady::Relisting, "the old cache never serves again");
+    assert_eq!(informer.lister_snapshot().unwrap_err(), NotReady::Resuming, "the old cache never serves again");
 
     let first_after =
         eventually("ready again after the hole", Duration::from_secs(40), || async { informer.lister_snapshot().ok() })
             .await;
-    // Served again only once the relist completed: with what happened during the hole.
+    // Served again only once the watch caught up: with what happened during the hole.
     let created_during_the_hole = kubelet::executor_pod_name(&app, 3);
     assert!(
         first_after.pods.iter().any(|p| p.name == created_during_the_hole),
         "the first snapshot after the hole lacks {created_during_the_hole}"
     );
-    assert_eq!(informer.health().relists, 1, "one relist per stale spell: {:?}", informer.health());
+    let health = informer.health();
+    assert_eq!((health.relists, health.resumes), (0, 1), "one resume per stale spell, no relist: {health:?}");
+    // Every state of the hole reached the consumer, the fleeting pod's failure among them.
     eventually("no lost change", Duration::from_secs(20), || async {
         (last_state(&received, &kubelet::executor_pod_name(&app, 0)).as_deref() == Some("Failed")
-            && last_state(&received, &kubelet::executor_pod_name(&app, 3)).is_some())
+            && last_state(&received, &kubelet::executor_pod_name(&app, 3)).is_some()
+            && last_state(&received, &fleeting).as_deref() == Some("deleted"))
         .then_some(())
     })
     .await;
+    assert!(
+        states_of(&received, &fleeting).iter().any(|s| s == "Failed"),
+        "the failure of a pod created and deleted during the hole was lost: {:?}",
+        states_of(&received, &fleeting)
+    );
     assert_eq!(cache_view(&informer), apiserver_truth(&pods, &app).await);
     assert_eq!(informer.health().state, SyncState::Synced);
     informer.stop().await;

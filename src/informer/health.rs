@@ -55,6 +55,8 @@ pub enum NotReady {
     AwaitingProof {
         proven_ago: Duration,
     },
+    /// After a stale spell, the watch resumes and must catch up with a consistent read first.
+    Resuming,
     /// Relisting after a stale spell: the old cache is not served again.
     Relisting,
     /// The cache is current, but Spark's store has not got every change it shows yet (its
@@ -78,12 +80,16 @@ impl std::fmt::Display for NotReady {
                  it again",
                 proven_ago.as_secs_f64()
             ),
-            NotReady::Relisting => {
-                write!(
-                    f,
-                    "relisting after the apiserver was silent past the stale bound; no snapshot until it completes"
-                )
-            }
+            NotReady::Resuming => write!(
+                f,
+                "resuming the watch after the apiserver was silent past the silence bound; no snapshot until it \
+                 catches up with a consistent read"
+            ),
+            NotReady::Relisting => write!(
+                f,
+                "relisting after a stale spell (the watch could not resume or catch up); no snapshot until the list \
+                 completes"
+            ),
             NotReady::Undelivered { changes } => write!(
                 f,
                 "{changes} pod changes have not reached Spark's store yet (its consumer is behind); a full snapshot \

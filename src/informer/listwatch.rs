@@ -15,6 +15,10 @@
 //! a lagging apiserver (whose cache is older) cannot; so every watch shows whether the apiserver
 //! serving it is as new as the cache (the machine's "fresh" watch). The one event that revision
 //! may replay is the last one applied, which the machine recognises as a replay.
+//!
+//! After a stale spell the machine asks for a consistent read and then the watch resumed from the
+//! cache's resourceVersion ([`Requests::ProveThenResume`]): the read's resourceVersion is what the
+//! resumed watch must reach before the cache is current again.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -51,6 +55,16 @@ pub enum ListMethod {
 pub struct ListRequest {
     pub method: ListMethod,
     pub from: ListFrom,
+}
+
+/// What to request, as the machine chose ([`super::machine::InformerMachine::requests`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requests {
+    /// A list, then the watch from its resourceVersion.
+    List(ListRequest),
+    /// After a stale spell: a consistent read, then the watch resumed after `resume_from` (the
+    /// cache's resourceVersion), so that it replays every change since.
+    ProveThenResume { read: ListRequest, resume_from: String },
 }
 
 /// What the requests showed.
@@ -123,14 +137,14 @@ pub struct Selector {
     pub list_timeout: u32,
 }
 
-/// The list `request`, then the watch, resumed until it cannot be (410 Gone ends the stream:
+/// The list `requests`, then the watch, resumed until it cannot be (410 Gone ends the stream:
 /// the machine relists). Failures are items; the caller backs off after each.
-pub fn list_watch(
-    pods: Api<Pod>,
-    selector: Selector,
-    request: ListRequest,
-) -> BoxStream<'static, Result<Item, Failure>> {
-    let start = State::Listing { request, continue_token: None, page: VecDeque::new(), list_rv: None, began: false };
+pub fn list_watch(pods: Api<Pod>, selector: Selector, requests: Requests) -> BoxStream<'static, Result<Item, Failure>> {
+    let (request, resume) = match requests {
+        Requests::List(request) => (request, None),
+        Requests::ProveThenResume { read, resume_from } => (read, Some(resume_from)),
+    };
+    let start = State::Listing(Listing::new(request, resume));
     stream::unfold(Some(start), move |state| {
         let (pods, selector) = (pods.clone(), selector.clone());
         async move {
@@ -149,22 +163,21 @@ pub fn list_watch(
 }
 
 enum State {
-    Listing {
-        request: ListRequest,
-        continue_token: Option<String>,
-        page: VecDeque<Pod>,
-        /// The resourceVersion of the pages listed so far.
-        list_rv: Option<String>,
-        began: bool,
-    },
+    Listing(Listing),
     /// The streaming list's watch, until its initial events end. It is then dropped and a watch
     /// of the usual length resumes from the list's resourceVersion, as after a list of pages: the
     /// streaming request's timeout is the list's, far longer than a watch's, and a watch's clean
     /// end at its timeout is what proves the cache current.
-    Streaming { request: ListRequest, stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>> },
+    Streaming {
+        request: ListRequest,
+        stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>>,
+    },
     /// Watch after this resourceVersion next; after a failure or an early end, with a short watch
     /// (below).
-    Resume { rv: String, short: bool },
+    Resume {
+        rv: String,
+        short: bool,
+    },
     Watching {
         rv: String,
         stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>>,
@@ -179,9 +192,7 @@ type Step = (Option<Result<Item, Failure>>, Option<State>);
 
 async fn step(pods: &Api<Pod>, selector: &Selector, state: State) -> Step {
     match state {
-        State::Listing { request, continue_token, page, list_rv, began } => {
-            list_step(pods, selector, request, continue_token, page, list_rv, began).await
-        }
+        State::Listing(listing) => list_step(pods, selector, listing).await,
         State::Streaming { request, stream } => streaming_step(request, stream).await,
         State::Resume { rv, short } => {
             let mut params = watch_params(selector, false);
@@ -203,63 +214,79 @@ async fn step(pods: &Api<Pod>, selector: &Selector, state: State) -> Step {
     }
 }
 
-async fn list_step(
-    pods: &Api<Pod>,
-    selector: &Selector,
+/// A list in progress.
+struct Listing {
     request: ListRequest,
+    /// Where the watch resumes once the list is done, if not from the list's resourceVersion.
+    resume: Option<String>,
     continue_token: Option<String>,
-    mut page: VecDeque<Pod>,
+    page: VecDeque<Pod>,
+    /// The resourceVersion of the pages listed so far.
     list_rv: Option<String>,
     began: bool,
-) -> Step {
-    if !began {
-        let next = State::Listing { request, continue_token, page, list_rv, began: true };
-        return (Some(Ok(Item::ListBegan)), Some(next));
+}
+
+impl Listing {
+    fn new(request: ListRequest, resume: Option<String>) -> Self {
+        Self { request, resume, continue_token: None, page: VecDeque::new(), list_rv: None, began: false }
     }
-    if let Some(pod) = page.pop_front() {
-        return (Some(Ok(Item::Listed(pod))), Some(State::Listing { request, continue_token, page, list_rv, began }));
+
+    /// The same list again, from its first page and a new `ListBegan` (the machine drops what the
+    /// failed attempt listed), as kube's watcher and client-go's pager do (a continue token of a
+    /// failed list may be expired).
+    fn restart(self) -> State {
+        State::Listing(Self::new(self.request, self.resume))
     }
-    if let (None, Some(rv)) = (&continue_token, &list_rv) {
-        let rv = rv.clone();
-        return (Some(Ok(Item::ListDone { resource_version: rv.clone() })), Some(State::Resume { rv, short: false }));
+}
+
+async fn list_step(pods: &Api<Pod>, selector: &Selector, mut listing: Listing) -> Step {
+    if !listing.began {
+        listing.began = true;
+        return (Some(Ok(Item::ListBegan)), Some(State::Listing(listing)));
     }
-    if request.method == ListMethod::Streaming {
+    if let Some(pod) = listing.page.pop_front() {
+        return (Some(Ok(Item::Listed(pod))), Some(State::Listing(listing)));
+    }
+    if let (None, Some(rv)) = (&listing.continue_token, &listing.list_rv) {
+        let done = Item::ListDone { resource_version: rv.clone() };
+        // After a proof read the watch resumes from the cache's resourceVersion, and short: the
+        // connection broke, and the apiserver serving it now may be another one.
+        let next = match listing.resume {
+            Some(rv) => State::Resume { rv, short: true },
+            None => State::Resume { rv: rv.clone(), short: false },
+        };
+        return (Some(Ok(done)), Some(next));
+    }
+    if listing.request.method == ListMethod::Streaming {
         let mut params = watch_params(selector, true);
         params.timeout = Some(selector.list_timeout);
-        let from = match &request.from {
+        let from = match &listing.request.from {
             ListFrom::Any => "0".to_string(),
             ListFrom::MostRecent => String::new(),
         };
         return match pods.watch(&params, &from).await {
-            Ok(stream) => (None, Some(State::Streaming { request, stream: stream.boxed() })),
+            Ok(stream) => (None, Some(State::Streaming { request: listing.request, stream: stream.boxed() })),
             // Listed again from the start after the caller's backoff.
-            Err(error) => (Some(Err(Failure::of_request(error))), Some(restart(request))),
+            Err(error) => (Some(Err(Failure::of_request(error))), Some(listing.restart())),
         };
     }
-    match pods.list(&list_params(selector, &request, continue_token.clone())).await {
+    match pods.list(&list_params(selector, &listing.request, listing.continue_token.clone())).await {
         Ok(list) => {
-            let continue_token = list.metadata.continue_.filter(|t| !t.is_empty());
-            let list_rv = list.metadata.resource_version.filter(|rv| !rv.is_empty());
-            if list_rv.is_none() {
+            listing.continue_token = list.metadata.continue_.filter(|t| !t.is_empty());
+            listing.list_rv = list.metadata.resource_version.filter(|rv| !rv.is_empty());
+            if listing.list_rv.is_none() {
                 let failure = Failure {
                     error: "the apiserver's list has no resourceVersion".into(),
                     status: None,
                     lagging: false,
                 };
-                return (Some(Err(failure)), Some(restart(request)));
+                return (Some(Err(failure)), Some(listing.restart()));
             }
-            let page = list.items.into();
-            (None, Some(State::Listing { request, continue_token, page, list_rv, began }))
+            listing.page = list.items.into();
+            (None, Some(State::Listing(listing)))
         }
-        Err(error) => (Some(Err(Failure::of_request(error))), Some(restart(request))),
+        Err(error) => (Some(Err(Failure::of_request(error))), Some(listing.restart())),
     }
-}
-
-/// The same list again, from its first page and a new `ListBegan` (the machine drops what the
-/// failed attempt listed), as kube's watcher and client-go's pager do (a continue token of a
-/// failed list may be expired).
-fn restart(request: ListRequest) -> State {
-    State::Listing { request, continue_token: None, page: VecDeque::new(), list_rv: None, began: false }
 }
 
 async fn streaming_step(request: ListRequest, mut stream: BoxStream<'static, kube::Result<WatchEvent<Pod>>>) -> Step {
@@ -278,14 +305,13 @@ async fn streaming_step(request: ListRequest, mut stream: BoxStream<'static, kub
                 (None, Some(State::Streaming { request, stream }))
             }
         }
-        Some(Ok(WatchEvent::Error(status))) => (Some(Err(Failure::of_status(&status))), Some(restart(request))),
-        Some(Err(error)) => (Some(Err(Failure::of_request(error))), Some(restart(request))),
+        Some(Ok(WatchEvent::Error(status))) => {
+            (Some(Err(Failure::of_status(&status))), Some(State::Listing(Listing::new(request, None))))
+        }
+        Some(Err(error)) => (Some(Err(Failure::of_request(error))), Some(State::Listing(Listing::new(request, None)))),
         // The stream ended before the initial events did: the list starts over (the machine
         // sees a second ListBegan and may fall back from streaming).
-        None => (
-            None,
-            Some(State::Listing { request, continue_token: None, page: VecDeque::new(), list_rv: None, began: false }),
-        ),
+        None => (None, Some(State::Listing(Listing::new(request, None)))),
     }
 }
 

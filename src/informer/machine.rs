@@ -31,10 +31,17 @@
 //!   the cache has applied is rejected all the same (the cache stays, the informer lists again
 //!   after a backoff);
 //! - a silence longer than the silence bound (a watch's length plus a margin: a black hole, a
-//!   long outage) ends the watch: the informer relists, and serves nothing until that list
-//!   completes. A watch resumed after such a spell would replay what it missed in a burst whose
-//!   end nobody announces, so it is never trusted; the relist is the one definite point at which
-//!   the cache is whole again.
+//!   long outage) ends the watch. The informer then resumes it from the cache's resourceVersion,
+//!   as client-go's reflector and Spark's own watch do, so every change the silence hid reaches
+//!   Spark as an event (an exit code logged, a failure counted), where a relist would lose the
+//!   states in the gap. The resumed watch replays in a burst whose end nobody announces, and on a
+//!   highly available control plane it may be served by an apiserver cut from etcd, whose frozen
+//!   watch cache looks as new as ours. So before it resumes, the informer makes a consistent read
+//!   (a list with `resourceVersion` unset, which needs etcd: a lagging apiserver cannot answer
+//!   it), and serves nothing until the watch shows a resourceVersion at least as new as that
+//!   read's: then every change made before the read has arrived ([`Phase::Resuming`]). If the
+//!   watch does not get there within the proof wait, or cannot resume (410 Gone), the informer
+//!   relists, and serves nothing until that list completes.
 //!
 //! Reading (readiness, report) never changes state.
 
@@ -45,7 +52,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::cache::ExecutorPodCache;
 use super::health::{NotReady, SyncState};
-use super::listwatch::{ListFrom, ListMethod, ListRequest};
+use super::listwatch::{ListFrom, ListMethod, ListRequest, Requests};
 use crate::pod::SparkStateRules;
 use crate::pod::{CachedPod, PodChange};
 use crate::settings::{self, InitialList};
@@ -60,8 +67,12 @@ pub enum Phase {
     /// Following the apiserver with a watch (resuming from the last resourceVersion after
     /// a disconnect); the cache is current as of the last byte that watch received.
     Watching { since: Instant },
-    /// Listing again: the watch could not resume (410 Gone) or the apiserver was silent
-    /// past the stale bound. The old cache serves only while provably within the bound.
+    /// After a stale spell: a consistent read, then the watch resumed from the cache's
+    /// resourceVersion, replaying what the spell hid. Nothing is served until the watch reaches
+    /// the read's resourceVersion (module doc).
+    Resuming { proof: ProofRead },
+    /// Listing again: the watch could not resume (410 Gone), or a watch resumed after a stale
+    /// spell did not catch up. The old cache serves only while provably within the bound.
     Relisting { cause: RelistCause },
     /// Stopped for good.
     Stopped,
@@ -73,15 +84,31 @@ pub enum RelistCause {
     /// The watch could not resume (410 Gone) after a short gap: the old cache is as current
     /// as before that watch and keeps serving until that is older than the stale bound.
     Gone,
-    /// No sign of life for longer than the stale bound: the old cache is not served again.
+    /// After a stale spell, the resumed watch did not catch up with a consistent read (or could
+    /// not resume): the old cache is not served again.
     StaleSpell,
 }
+
+/// The consistent read that a watch resumed after a stale spell must catch up with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProofRead {
+    /// Not answered yet; `began` is when the current attempt began, if one has.
+    Reading { began: Option<Instant> },
+    /// Answered: the apiserver's state as of `revision`, read at some moment after `began`.
+    Answered { revision: u64, began: Instant, answered: Instant },
+}
+
+/// The least time a watch resumed after a stale spell gets to catch up with the consistent read
+/// (the stale bound, if longer): a healthy apiserver shows it with its first bookmark, about a
+/// second into the short watch that resumes (`listwatch.rs`), so this allows several.
+const PROOF_WAIT_MIN: Duration = Duration::from_secs(5);
 
 impl Phase {
     pub fn name(&self) -> &'static str {
         match self {
             Phase::InitialList { .. } => "initial list",
             Phase::Watching { .. } => "watching",
+            Phase::Resuming { .. } => "resuming after a stale spell",
             Phase::Relisting { cause: RelistCause::Gone } => "relisting after 410 Gone",
             Phase::Relisting { cause: RelistCause::StaleSpell } => "relisting after a stale spell",
             Phase::Stopped => "stopped",
@@ -190,6 +217,8 @@ pub struct InformerMachine {
     failures: Option<FailureRun>,
     errors: u64,
     relists: u64,
+    /// Watches resumed after a stale spell (each after a consistent read).
+    resumes: u64,
     rejected_lists: u64,
     events_applied: u64,
     last_event: Option<SystemTime>,
@@ -214,6 +243,7 @@ impl InformerMachine {
             failures: None,
             errors: 0,
             relists: 0,
+            resumes: 0,
             rejected_lists: 0,
             events_applied: 0,
             last_event: None,
@@ -226,6 +256,19 @@ impl InformerMachine {
     pub fn step(&mut self, input: Input, now: Instant) -> Vec<Effect> {
         if self.phase == Phase::Stopped {
             return Vec::new();
+        }
+        if let Phase::Resuming { proof } = self.phase {
+            match input {
+                Input::ListBegan => {
+                    self.list_began = Some(now);
+                    self.phase = Phase::Resuming { proof: ProofRead::Reading { began: Some(now) } };
+                    return Vec::new();
+                }
+                // The read proves a revision; its pods are the cache's business only if it relists.
+                Input::Listed(_) => return Vec::new(),
+                Input::ListDone { resource_version } => return self.proof_answered(proof, resource_version, now),
+                _ => {}
+            }
         }
         match input {
             Input::ListBegan => self.list_began(now),
@@ -246,6 +289,7 @@ impl InformerMachine {
                 }
                 let change = self.cache.apply(pod);
                 self.event_applied(now);
+                self.caught_up(now);
                 change.map(|c| vec![Effect::Deliver(vec![c])]).unwrap_or_default()
             }
             Input::Deleted(pod) => {
@@ -254,13 +298,15 @@ impl InformerMachine {
                 }
                 let change = self.cache.delete(pod);
                 self.event_applied(now);
+                self.caught_up(now);
                 vec![Effect::Deliver(vec![change])]
             }
             Input::Bookmark { resource_version } => {
                 self.watched_news(Some(&resource_version), now);
-                if self.watch.is_some_and(|w| w.fresh_at.is_some()) {
+                if self.watch.is_some_and(|w| w.fresh_at.is_some()) && !self.resuming() {
                     self.failures = None;
                 }
+                self.caught_up(now);
                 Vec::new()
             }
             Input::WatchEnded { proves } => self.watch_ended(proves, now),
@@ -372,8 +418,11 @@ impl InformerMachine {
             watch.fresh_at = Some(now);
             // Served as new as the cache: whatever failed before (a lagging apiserver's watch, a
             // refused request) is over. A replay of the last event shows it as well as news does,
-            // and the wire alone cannot (its byte came before this moment).
-            self.failures = None;
+            // and the wire alone cannot (its byte came before this moment). After a stale spell
+            // only the catch-up with the consistent read does (`caught_up`).
+            if !matches!(self.phase, Phase::Resuming { .. }) {
+                self.failures = None;
+            }
         }
         if item == ours {
             return false;
@@ -386,6 +435,77 @@ impl InformerMachine {
     fn older_than_ours(&self, listed: &str) -> Option<String> {
         let ours = self.resource_version.as_deref();
         (revision(Some(listed))? < revision(ours)?).then(|| ours.unwrap_or_default().to_string())
+    }
+
+    fn resuming(&self) -> bool {
+        matches!(self.phase, Phase::Resuming { .. })
+    }
+
+    /// The consistent read made after a stale spell answered at `resource_version`; the watch
+    /// resumes from the cache's resourceVersion next (`listwatch::prove_then_resume`).
+    fn proof_answered(&mut self, proof: ProofRead, resource_version: String, now: Instant) -> Vec<Effect> {
+        self.list_began = None;
+        let began = match proof {
+            ProofRead::Reading { began } => began.unwrap_or(now),
+            ProofRead::Answered { began, .. } => began,
+        };
+        let Some(revision) = revision(Some(&resource_version)) else {
+            // Without etcd revisions there is nothing to catch up with: relist.
+            return self.relist_after_stale_spell(format!(
+                "the consistent read answered resourceVersion {resource_version:?}, not a revision to compare"
+            ));
+        };
+        if let Some(ours) = self.older_than_ours(&resource_version) {
+            // Cannot be a consistent read: something between answered from an older state.
+            self.rejected_lists += 1;
+            self.failed(
+                format!(
+                    "the apiserver answered a consistent read at resourceVersion {resource_version}, older than the \
+                     cache's {ours}; rejected, reading again"
+                ),
+                now,
+            );
+            self.phase = Phase::Resuming { proof: ProofRead::Reading { began: None } };
+            return vec![Effect::Relist];
+        }
+        tracing::debug!("consistent read at resourceVersion {resource_version}; resuming the watch to catch up");
+        self.phase = Phase::Resuming { proof: ProofRead::Answered { revision, began, answered: now } };
+        self.caught_up(now);
+        Vec::new()
+    }
+
+    /// While resuming: once the watch has shown the consistent read's resourceVersion (an event or
+    /// a bookmark at least as new), every change made before the read has arrived, in order, and
+    /// the cache is current as of the read's start.
+    fn caught_up(&mut self, now: Instant) {
+        let Phase::Resuming { proof: ProofRead::Answered { revision: read, began, answered } } = self.phase else {
+            return;
+        };
+        if revision(self.resource_version.as_deref()).is_none_or(|ours| ours < read) {
+            return;
+        }
+        tracing::info!(
+            "executor pod watch resumed after a stale spell: caught up with a consistent read at resourceVersion \
+             {read} {:.0} ms after it answered, without a relist",
+            now.saturating_duration_since(answered).as_secs_f64() * 1e3
+        );
+        self.current_as_of = self.current_as_of.max(Some(began));
+        self.failures = None;
+        self.phase = Phase::Watching { since: now };
+    }
+
+    /// How long a resumed watch gets to catch up with the consistent read.
+    fn proof_wait(&self) -> Duration {
+        self.bounds.stale_bound.max(PROOF_WAIT_MIN)
+    }
+
+    fn relist_after_stale_spell(&mut self, why: String) -> Vec<Effect> {
+        tracing::warn!("executor pod informer: {why}; relisting, and no snapshot until that list completes");
+        self.phase = Phase::Relisting { cause: RelistCause::StaleSpell };
+        self.relists += 1;
+        self.watch = None;
+        self.list_began = None;
+        vec![Effect::Relist]
     }
 
     /// A watch response ended. A fresh one that ended cleanly at its timeout proves the cache
@@ -442,6 +562,9 @@ impl InformerMachine {
             Phase::InitialList { strategy: InitialList::Auto } if unsupported => {
                 self.fall_back_from_streaming("the apiserver refused it")
             }
+            Phase::Resuming { .. } if status == Some(410) => {
+                self.relist_after_stale_spell("the watch cannot resume after the stale spell (410 Gone)".into())
+            }
             _ if status == Some(410) => {
                 // The resourceVersion cannot be resumed: relist (a consistent read). A watch that
                 // could not resume leaves the cache as current as the watches before it proved it
@@ -461,13 +584,13 @@ impl InformerMachine {
 
     fn tick(&mut self, wire: Option<Instant>, now: Instant) -> Vec<Effect> {
         // A sign of life after the last failure ends the run of failures; after a stale
-        // spell only the relist's completion does (its bytes say nothing of the old cache).
-        // While watching, only bytes of a fresh watch count: a watch resumed on a lagging apiserver
-        // answers too.
+        // spell only the catch-up or the relist's completion does (bytes say nothing of the
+        // old cache). While watching, only bytes of a fresh watch count: a watch resumed on a
+        // lagging apiserver answers too.
         if let (Some(run), Some(wire)) = (&self.failures, wire) {
             let counts = match self.phase {
                 Phase::Watching { .. } => self.watch.and_then(|w| w.fresh_at).is_some_and(|fresh| wire >= fresh),
-                Phase::Relisting { cause: RelistCause::StaleSpell } => false,
+                Phase::Resuming { .. } | Phase::Relisting { cause: RelistCause::StaleSpell } => false,
                 Phase::InitialList { .. } | Phase::Relisting { .. } | Phase::Stopped => true,
             };
             if wire > run.last_at && counts {
@@ -483,27 +606,48 @@ impl InformerMachine {
                 );
                 self.failed(error, now);
                 self.list_began = None;
+                if self.resuming() {
+                    self.phase = Phase::Resuming { proof: ProofRead::Reading { began: None } };
+                    return vec![Effect::Relist];
+                }
                 if self.strategy == InitialList::Auto {
                     return self.fall_back_from_streaming("it timed out");
                 }
                 return vec![Effect::Relist];
             }
         }
+        if let Phase::Resuming { proof: ProofRead::Answered { revision, answered, .. } } = self.phase {
+            let wait = self.proof_wait();
+            if now.saturating_duration_since(answered) > wait {
+                let ours = self.resource_version.clone().unwrap_or_default();
+                let why = format!(
+                    "the watch resumed after the stale spell did not reach the consistent read's resourceVersion \
+                     {revision} within {:.1}s (it is at {ours}): the apiserver serving it lags",
+                    wait.as_secs_f64()
+                );
+                self.failed(why.clone(), now);
+                return self.relist_after_stale_spell(why);
+            }
+        }
         let Phase::Watching { .. } = self.phase else {
             return Vec::new();
         };
         match self.watch_as_of(wire) {
-            WatchAsOf::Current(as_of) if now.saturating_duration_since(as_of) <= self.bounds.silence_bound => {
+            WatchAsOf::Current(as_of)
+                if now.saturating_duration_since(self.alive_as_of(as_of)) <= self.bounds.silence_bound =>
+            {
                 self.current_as_of = Some(as_of);
                 Vec::new()
             }
             WatchAsOf::Current(as_of) | WatchAsOf::ResumedAfterSilence(as_of) => {
-                let silent_for = now.saturating_duration_since(as_of);
+                let silent_for = now.saturating_duration_since(self.alive_as_of(as_of));
                 tracing::warn!(
                     "executor pod informer degraded: no response from the apiserver for {:.1}s (a healthy watch is \
-                     silent {:.1}s at most); relisting, and no snapshot until that list completes",
+                     silent {:.1}s at most); resuming the watch from resourceVersion {} after a consistent read, and \
+                     no snapshot until it catches up",
                     silent_for.as_secs_f64(),
-                    self.bounds.silence_bound.as_secs_f64()
+                    self.bounds.silence_bound.as_secs_f64(),
+                    self.resource_version.as_deref().unwrap_or_default()
                 );
                 self.failed(
                     format!(
@@ -513,8 +657,8 @@ impl InformerMachine {
                     ),
                     now,
                 );
-                self.phase = Phase::Relisting { cause: RelistCause::StaleSpell };
-                self.relists += 1;
+                self.phase = Phase::Resuming { proof: ProofRead::Reading { began: None } };
+                self.resumes += 1;
                 self.watch = None;
                 vec![Effect::Relist]
             }
@@ -555,8 +699,19 @@ impl InformerMachine {
             None => WatchAsOf::Current(known),
             Some(w) if w - known <= self.bounds.stale_bound => WatchAsOf::Current(w),
             // Held back, perhaps: not a proof until the watch ends cleanly.
-            Some(w) if w - known <= self.bounds.silence_bound => WatchAsOf::Current(known),
+            Some(w) if w - known.max(since) <= self.bounds.silence_bound => WatchAsOf::Current(known),
             Some(_) => WatchAsOf::ResumedAfterSilence(known),
+        }
+    }
+
+    /// The latest sign that the watch lives, given how current it proves the cache: that, or the
+    /// moment it began to follow the apiserver (a list's end, or a resumed watch's catch-up with a
+    /// consistent read, which proves the cache only as of the read's start: a held read may have
+    /// begun long before). Silence is measured from here.
+    fn alive_as_of(&self, as_of: Instant) -> Instant {
+        match self.phase {
+            Phase::Watching { since } => as_of.max(since),
+            _ => as_of,
         }
     }
 
@@ -573,6 +728,7 @@ impl InformerMachine {
         match self.phase {
             Phase::Stopped => return Err(NotReady::Stopped),
             Phase::InitialList { .. } => return Err(NotReady::NeverSynced),
+            Phase::Resuming { .. } => return Err(NotReady::Resuming),
             Phase::Relisting { cause: RelistCause::StaleSpell } => return Err(NotReady::Relisting),
             Phase::Watching { .. } | Phase::Relisting { cause: RelistCause::Gone } => {}
         }
@@ -585,7 +741,7 @@ impl InformerMachine {
             return Ok(());
         }
         let watching = matches!(self.phase, Phase::Watching { .. });
-        if watching && silent_for <= self.bounds.silence_bound {
+        if watching && now.saturating_duration_since(self.alive_as_of(as_of)) <= self.bounds.silence_bound {
             // A quiet healthy watch between renewals: the next one proves the cache again.
             return Err(NotReady::AwaitingProof { proven_ago: silent_for });
         }
@@ -659,6 +815,11 @@ impl InformerMachine {
         self.relists
     }
 
+    /// Watches resumed after a stale spell.
+    pub fn resumes(&self) -> u64 {
+        self.resumes
+    }
+
     /// Lists rejected because they were older than the cache.
     pub fn rejected_lists(&self) -> u64 {
         self.rejected_lists
@@ -680,7 +841,21 @@ impl InformerMachine {
     /// Relists are whole lists, not streamed: they are rare, and a streaming list's time is
     /// bounded by the watch's timeout.
     pub fn list_request(&self) -> ListRequest {
-        let relist = self.resource_version.is_some();
+        self.list_request_of(self.resource_version.is_some())
+    }
+
+    /// The requests to make next: a list (and the watch from its resourceVersion), or, while
+    /// resuming after a stale spell, the consistent read and the watch from the cache's.
+    pub fn requests(&self) -> Requests {
+        match (&self.phase, &self.resource_version) {
+            (Phase::Resuming { .. }, Some(rv)) => {
+                Requests::ProveThenResume { read: self.list_request(), resume_from: rv.clone() }
+            }
+            _ => Requests::List(self.list_request()),
+        }
+    }
+
+    fn list_request_of(&self, relist: bool) -> ListRequest {
         let method = match self.strategy {
             InitialList::Consistent => ListMethod::Paged(self.bounds.page_size),
             InitialList::Auto | InitialList::Streaming if !relist => ListMethod::Streaming,

@@ -80,8 +80,11 @@ pub struct HealthReport {
     pub phase: &'static str,
     /// LIST requests sent (each page counts).
     pub lists: u64,
-    /// Relists after the first: each follows a 410 Gone, a stale spell or a failed list.
+    /// Relists after the first: each follows a 410 Gone, or a stale spell after which the watch
+    /// could not resume or catch up.
     pub relists: u64,
+    /// Watches resumed after a stale spell (each after a consistent read), without a relist.
+    pub resumes: u64,
     /// Lists rejected as older than the cache (a lagging apiserver's).
     pub rejected_lists: u64,
     /// The newest resourceVersion the cache holds everything up to.
@@ -111,13 +114,14 @@ impl HealthReport {
             other => other.name().to_string(),
         };
         format!(
-            "{state} ({}); {} pods cached at resourceVersion {}; {} events, {} relists, {} lists rejected as older \
-             than the cache, {} errors, {} LIST and {} WATCH requests",
+            "{state} ({}); {} pods cached at resourceVersion {}; {} events, {} relists, {} resumes after a stale \
+             spell, {} lists rejected as older than the cache, {} errors, {} LIST and {} WATCH requests",
             self.phase,
             self.cache_size,
             self.resource_version.as_deref().unwrap_or("none"),
             self.events_applied,
             self.relists,
+            self.resumes,
             self.rejected_lists,
             self.errors,
             self.lists,
@@ -291,6 +295,7 @@ impl ExecutorPodInformer {
             phase: machine.phase().name(),
             lists: shared.activity.lists(),
             relists: machine.relists(),
+            resumes: machine.resumes(),
             rejected_lists: machine.rejected_lists(),
             resource_version: machine.resource_version().map(str::to_string),
             watch_connects: shared.activity.watches(),
@@ -413,9 +418,9 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
     });
 
     'watcher: loop {
-        let (request, failing) = {
+        let (requests, failing) = {
             let machine = shared.machine.lock();
-            (machine.list_request(), machine.is_failing())
+            (machine.requests(), machine.is_failing())
         };
         let delay = if failing {
             relist_backoff.next().unwrap_or(Duration::from_secs(30))
@@ -423,8 +428,8 @@ async fn run(shared: Arc<Shared>, pods: Api<Pod>, mut stop: signal::Receiver<boo
             relist_backoff.reset();
             Duration::ZERO
         };
-        tracing::debug!("listing executor pods: {request:?} in {delay:?}");
-        let requests = listwatch::list_watch(pods.clone(), selector.clone(), request).default_backoff();
+        tracing::debug!("requesting executor pods: {requests:?} in {delay:?}");
+        let requests = listwatch::list_watch(pods.clone(), selector.clone(), requests).default_backoff();
         let mut events =
             futures::stream::once(tokio::time::sleep(delay)).filter_map(|()| async { None }).chain(requests).boxed();
         loop {

@@ -120,7 +120,9 @@ pub const STALE_BOUND: Key = Key {
               current (an event, bookmark or list page following the last proof closely, or a watch ending cleanly) \
               within this. A quiet watch longer than it proves the cache at each renewal, and the lister's round \
               waits for the next one. After a silence longer than a watch's length plus a third of this bound, the \
-              informer relists and the lister answers not ready until that list completes. A snapshot from a stale \
+              informer resumes its watch after a consistent read, and the lister answers not ready until the watch \
+              has caught up with that read (or, if it cannot within this bound, at least 5 s, until a relist \
+              completes). A snapshot from a stale \
               cache would make Spark remove executors that started during the outage. Keep it below \
               `missingPodDetectDelta`.",
     since: V0_1,

@@ -194,11 +194,12 @@ fn a_long_watch_whose_renewal_does_not_come_is_a_stale_spell_at_its_silence_boun
     assert_eq!(m.sync_state(at(t0, 20_100), wire).name(), "Degraded");
     // Within the silence bound (11.67 s) the watch may still come back...
     assert!(m.step(Input::Tick { wire }, at(t0, 21_600)).is_empty());
-    // ...past it the informer relists, and the old cache never serves again. (The renewal's
-    // answer at 10.005 s proved nothing: its watch had shown nothing as new as the cache yet.)
+    // ...past it the informer resumes after a consistent read, and the old cache never serves
+    // again until the watch catches up. (The renewal's answer at 10.005 s proved nothing: its
+    // watch had shown nothing as new as the cache yet.)
     assert_eq!(m.readiness(at(t0, 21_700), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(11_700) }));
     assert_eq!(m.step(Input::Tick { wire }, at(t0, 21_700)), vec![Effect::Relist]);
-    assert_eq!(m.readiness(at(t0, 21_800), Some(at(t0, 21_750))), Err(NotReady::Relisting));
+    assert_eq!(m.readiness(at(t0, 21_800), Some(at(t0, 21_750))), Err(NotReady::Resuming));
 }
 
 #[test]
@@ -233,38 +234,131 @@ fn a_held_watch_end_proves_only_its_timeout_and_the_silence_bound_runs_from_ther
     assert_eq!(m.step(Input::Tick { wire }, at(t0, 21_700)), vec![Effect::Relist]);
 }
 
-/// Defect 1 of the issue: the outage outlasts the stale bound; when it ends, the
-/// old cache must not serve while the list that follows runs.
+/// Defect 1 of issue 5: the outage outlasts the stale bound; when it ends, the old cache must not
+/// serve until it is whole again. Issue 25: and every state the outage hid reaches Spark, as Spark's
+/// own watch carries it, so the watch resumes (after a consistent read) instead of relisting.
 #[test]
-fn after_a_stale_spell_nothing_is_served_until_the_relist_completes() {
+fn after_a_stale_spell_the_watch_resumes_and_nothing_is_served_until_it_catches_up_with_a_consistent_read() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1"), ("p2", "2")], t0);
     m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 1000));
     // Black hole from 1 s: no byte. Still within the bound at 5.9 s...
     assert!(m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 5900)).is_empty());
     assert_eq!(m.readiness(at(t0, 5900), Some(at(t0, 1000))), Ok(()));
-    // ...past it at 6.1 s: the informer drops the watch and relists.
+    // ...past it at 6.1 s: the informer drops the watch, reads consistently, then resumes from 2.
     assert_eq!(m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 6100)), vec![Effect::Relist]);
-    assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::StaleSpell });
+    assert_eq!(m.phase().name(), "resuming after a stale spell");
+    let read = ListRequest { method: ListMethod::Paged(500), from: ListFrom::MostRecent };
+    assert_eq!(m.requests(), Requests::ProveThenResume { read, resume_from: "2".into() });
     assert_eq!(m.sync_state(at(t0, 6100), None).name(), "Degraded");
-    assert_eq!(m.relists(), 1);
-    // The hole ends at 15 s; the new list's bytes flow for seconds (a slow link).
+    // The hole ends at 15 s; the read's bytes flow for seconds (a slow link) and change nothing.
     m.step(Input::ListBegan, at(t0, 15_000));
-    for (i, (name, rv)) in [("p1", "1"), ("p2", "2"), ("p3", "9")].iter().enumerate() {
+    for (i, (name, rv)) in [("p2", "2"), ("p3", "9")].iter().enumerate() {
         let now = at(t0, 15_000 + 3000 * i as u64);
-        assert!(m.step(Input::Listed(pod(name, rv, "Running")), now).is_empty(), "a relist is compared at its end");
+        assert!(m.step(Input::Listed(pod(name, rv, "Running")), now).is_empty(), "a proof read's pods are not news");
         m.step(Input::Tick { wire: Some(now) }, now);
-        assert_eq!(m.readiness(now, Some(now)), Err(NotReady::Relisting), "the old cache never serves again");
-        assert!(m.lister_snapshot(now, Some(now)).is_err());
+        assert_eq!(m.readiness(now, Some(now)), Err(NotReady::Resuming), "the old cache never serves again");
     }
-    // Further ticks during the relist do not start another one.
-    assert!(m.step(Input::Tick { wire: Some(at(t0, 22_000)) }, at(t0, 22_000)).is_empty());
-    let effects = m.step(done("9"), at(t0, 23_000));
-    assert_eq!(delivered(&effects), ["+p3@9"]);
-    let (pods, _) = m.lister_snapshot(at(t0, 23_000), Some(at(t0, 23_000))).expect("ready once the list completed");
-    assert_eq!(names(&pods), ["p1", "p2", "p3"], "the first snapshot after the relist has every pod");
-    assert_eq!(m.sync_state(at(t0, 23_000), Some(at(t0, 23_000))), SyncState::Synced);
-    assert_eq!(m.relists(), 1);
+    assert!(m.step(done("12"), at(t0, 18_100)).is_empty());
+    assert_eq!(m.cache().len(), 2, "the read did not touch the cache");
+    // The resumed watch replays the hole, each state as an event: p1 failed, then went.
+    m.step(Input::WatchBegan, at(t0, 18_200));
+    assert!(delivered(&m.step(Input::Applied(pod("p2", "2", "Running")), at(t0, 18_210))).is_empty(), "a replay");
+    assert_eq!(delivered(&m.step(Input::Applied(pod("p3", "9", "Pending")), at(t0, 18_220))), ["+p3@9"]);
+    assert_eq!(delivered(&m.step(Input::Applied(pod("p1", "10", "Failed")), at(t0, 18_230))), ["+p1@10"]);
+    assert_eq!(delivered(&m.step(Input::Deleted(pod("p1", "11", "Failed")), at(t0, 18_240))), ["-p1"]);
+    // Everything is there, but nothing shows it yet: the read was at 12.
+    m.step(Input::Tick { wire: Some(at(t0, 18_240)) }, at(t0, 18_300));
+    assert_eq!(m.readiness(at(t0, 18_300), Some(at(t0, 18_240))), Err(NotReady::Resuming));
+    assert_eq!(m.sync_state(at(t0, 18_300), Some(at(t0, 18_240))).name(), "Degraded");
+    // The apiserver's bookmark at 12: every change before the read has arrived.
+    m.step(bookmark("12"), at(t0, 19_200));
+    let (pods, _) = m.lister_snapshot(at(t0, 19_200), Some(at(t0, 19_200))).expect("ready once caught up");
+    assert_eq!(names(&pods), ["p2", "p3"], "the first snapshot after the hole is current");
+    assert_eq!(m.sync_state(at(t0, 19_200), Some(at(t0, 19_200))), SyncState::Synced);
+    assert_eq!((m.relists(), m.resumes()), (0, 1), "resumed, not relisted");
+    assert_eq!(m.requests(), Requests::List(m.list_request()), "renewals resume as usual");
+}
+
+/// Issue 23 meets issue 25: on a highly available plane the watch may resume on an apiserver cut
+/// from etcd. Its frozen watch cache is as new as ours (nothing changed through it), so it looks
+/// fresh, while pods are created through the other apiserver; only a consistent read knows.
+#[test]
+fn a_resumed_watch_that_never_reaches_the_consistent_read_is_not_trusted_and_the_informer_relists() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1"), ("p2", "2")], t0);
+    assert_eq!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 5100)), vec![Effect::Relist]);
+    m.step(Input::ListBegan, at(t0, 5200));
+    m.step(done("20"), at(t0, 5300));
+    // The frozen apiserver's watch: its bookmarks stay at 2 (ours), it ends cleanly.
+    m.step(Input::WatchBegan, at(t0, 5400));
+    m.step(bookmark("2"), at(t0, 6400));
+    m.step(Input::WatchEnded { proves: Some(at(t0, 8400)) }, at(t0, 8400));
+    m.step(Input::WatchBegan, at(t0, 8500));
+    m.step(bookmark("2"), at(t0, 9500));
+    for now in [6400, 9500, 10_300] {
+        m.step(Input::Tick { wire: Some(at(t0, now)) }, at(t0, now));
+        assert_eq!(m.readiness(at(t0, now), Some(at(t0, now))), Err(NotReady::Resuming), "at {now} ms");
+        assert_eq!(m.sync_state(at(t0, now), Some(at(t0, now))).name(), "Degraded", "at {now} ms");
+    }
+    // Past the proof wait (5 s after the read answered): the watch lags; relist.
+    assert_eq!(m.step(Input::Tick { wire: Some(at(t0, 10_300)) }, at(t0, 10_400)), vec![Effect::Relist]);
+    assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::StaleSpell });
+    assert_eq!(
+        m.requests(),
+        Requests::List(ListRequest { method: ListMethod::Paged(500), from: ListFrom::MostRecent })
+    );
+    assert_eq!(m.readiness(at(t0, 10_400), Some(at(t0, 10_300))), Err(NotReady::Relisting));
+    let SyncState::Degraded { last_error, .. } = m.sync_state(at(t0, 10_400), None) else { panic!() };
+    assert!(last_error.contains("did not reach the consistent read's resourceVersion 20"), "{last_error}");
+    // The relist (a consistent read) shows the pods created through the other apiserver.
+    m.step(Input::ListBegan, at(t0, 11_000));
+    for (name, rv) in [("p1", "1"), ("p2", "2"), ("p3", "15")] {
+        m.step(Input::Listed(pod(name, rv, "Running")), at(t0, 11_000));
+    }
+    assert_eq!(delivered(&m.step(done("21"), at(t0, 11_100))), ["+p3@15"]);
+    assert_eq!(m.sync_state(at(t0, 11_100), Some(at(t0, 11_100))), SyncState::Synced);
+    assert_eq!((m.relists(), m.resumes()), (1, 1));
+}
+
+/// The read after a stale spell may be held by the same black hole: it proves the cache only as of
+/// its start, long ago when it answers. The catch-up is a sign of life all the same: no second stale
+/// spell, and the resumed watch's first clean end proves the cache again.
+#[test]
+fn a_held_consistent_read_proves_only_its_start_and_the_next_clean_end_makes_the_cache_ready() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1")], t0);
+    m.step(Input::Tick { wire: Some(t0) }, at(t0, 5100));
+    m.step(Input::ListBegan, at(t0, 5200));
+    m.step(done("20"), at(t0, 15_000));
+    m.step(Input::WatchBegan, at(t0, 15_100));
+    m.step(bookmark("20"), at(t0, 15_500));
+    assert!(matches!(m.phase(), Phase::Watching { .. }), "caught up");
+    for now in [15_600, 17_000, 18_400] {
+        let wire = Some(at(t0, now));
+        assert!(m.step(Input::Tick { wire }, at(t0, now)).is_empty(), "no stale spell at {now} ms");
+        assert!(
+            matches!(m.readiness(at(t0, now), wire), Err(NotReady::AwaitingProof { .. })),
+            "at {now} ms: {:?}",
+            m.readiness(at(t0, now), wire)
+        );
+        assert_eq!(m.sync_state(at(t0, now), wire), SyncState::Synced, "at {now} ms");
+    }
+    m.step(Input::WatchEnded { proves: Some(at(t0, 18_500)) }, at(t0, 18_500));
+    assert_eq!(m.readiness(at(t0, 18_600), Some(at(t0, 18_500))), Ok(()));
+    assert_eq!(m.resumes(), 1);
+}
+
+#[test]
+fn a_watch_that_cannot_resume_after_a_stale_spell_relists() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1")], t0);
+    m.step(Input::Tick { wire: Some(t0) }, at(t0, 5100));
+    m.step(Input::ListBegan, at(t0, 5200));
+    m.step(done("20"), at(t0, 5300));
+    assert_eq!(m.step(gone(), at(t0, 5400)), vec![Effect::Relist]);
+    assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::StaleSpell });
+    assert_eq!(m.readiness(at(t0, 5400), Some(at(t0, 5400))), Err(NotReady::Relisting));
 }
 
 /// The other way the old cache could look fresh: bytes of a watch resumed after a
@@ -278,7 +372,7 @@ fn bytes_after_a_silence_longer_than_the_bound_never_freshen_the_cache() {
     let wire = Some(at(t0, 7000));
     assert_eq!(m.readiness(at(t0, 7010), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(6010) }));
     assert_eq!(m.step(Input::Tick { wire }, at(t0, 7020)), vec![Effect::Relist]);
-    assert_eq!(m.readiness(at(t0, 7030), wire), Err(NotReady::Relisting));
+    assert_eq!(m.readiness(at(t0, 7030), wire), Err(NotReady::Resuming));
 }
 
 #[test]
@@ -458,14 +552,20 @@ fn a_long_run_of_failures_while_watching_is_a_stale_spell_too() {
         assert!(m.step(Input::Tick { wire: Some(t0) }, at(t0, s * 1000 + 10)).is_empty());
     }
     assert_eq!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 5100)), vec![Effect::Relist]);
-    assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::StaleSpell });
-    // The apiserver answers again: its list bytes neither serve the old cache nor end Degraded.
+    assert!(matches!(m.phase(), Phase::Resuming { .. }), "{:?}", m.phase());
+    // The apiserver answers again: the read's bytes and the resumed watch's neither serve the old
+    // cache nor end Degraded, until the watch reaches the read's resourceVersion.
     m.step(Input::ListBegan, at(t0, 6000));
     m.step(Input::Tick { wire: Some(at(t0, 6100)) }, at(t0, 6200));
     assert_eq!(m.sync_state(at(t0, 6200), Some(at(t0, 6100))).name(), "Degraded");
     m.step(Input::Listed(pod("p1", "1", "Running")), at(t0, 6300));
-    m.step(done("1"), at(t0, 6400));
-    assert_eq!(m.sync_state(at(t0, 6400), Some(at(t0, 6400))), SyncState::Synced);
+    m.step(done("4"), at(t0, 6400));
+    m.step(Input::WatchBegan, at(t0, 6500));
+    m.step(bookmark("3"), at(t0, 6600));
+    m.step(Input::Tick { wire: Some(at(t0, 6600)) }, at(t0, 6700));
+    assert_eq!(m.sync_state(at(t0, 6700), Some(at(t0, 6600))).name(), "Degraded");
+    m.step(bookmark("4"), at(t0, 6800));
+    assert_eq!(m.sync_state(at(t0, 6800), Some(at(t0, 6800))), SyncState::Synced);
 }
 
 #[test]
@@ -510,22 +610,25 @@ fn a_list_older_than_the_cache_is_rejected_and_nothing_is_made_up_as_deleted() {
     let t0 = Instant::now();
     let mut m = watching_at(InitialList::WatchCache, 320, "542", t0);
     assert_eq!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 5100)), vec![Effect::Relist], "a stale spell");
-    assert_eq!(m.list_request().from, ListFrom::MostRecent, "a relist is a consistent read");
+    assert_eq!(m.list_request().from, ListFrom::MostRecent, "the read after it is a consistent read");
+    // Answered from an older state all the same: rejected, read again.
     let effects = relist(&mut m, 300, "522", at(t0, 6000));
-    assert_eq!(effects, vec![Effect::Relist], "rejected: listed again, nothing delivered");
+    assert_eq!(effects, vec![Effect::Relist], "rejected: read again, nothing delivered");
     assert_eq!(m.cache().len(), 320, "the cache stays as it was");
     assert_eq!(m.rejected_lists(), 1);
     assert_eq!(m.resource_version(), Some("542"));
-    assert_eq!(m.readiness(at(t0, 6000), Some(at(t0, 6000))), Err(NotReady::Relisting));
+    assert_eq!(m.readiness(at(t0, 6000), Some(at(t0, 6000))), Err(NotReady::Resuming));
     let SyncState::Degraded { last_error, .. } = m.sync_state(at(t0, 6000), None) else { panic!() };
     assert!(last_error.contains("resourceVersion 522, older than the cache's 542"), "{last_error}");
-    assert!(m.is_failing(), "the next list backs off");
-    // The apiserver caught up: a list at the same resourceVersion is accepted, and so is a newer one.
-    let effects = relist(&mut m, 320, "542", at(t0, 7000));
-    assert!(delivered(&effects).is_empty(), "the same pods: nothing to deliver");
+    assert!(m.is_failing(), "the next read backs off");
+    // The apiserver caught up: a read at the same resourceVersion is the cache's.
+    assert!(relist(&mut m, 320, "542", at(t0, 7000)).is_empty());
     assert_eq!(m.sync_state(at(t0, 7000), Some(at(t0, 7000))), SyncState::Synced);
+    // A relist after 410 that reaches the lagging apiserver is rejected the same way.
     m.step(gone(), at(t0, 7100));
-    let effects = relist(&mut m, 321, "560", at(t0, 7200));
+    assert_eq!(relist(&mut m, 300, "522", at(t0, 7200)), vec![Effect::Relist]);
+    assert_eq!((m.cache().len(), m.rejected_lists()), (320, 2));
+    let effects = relist(&mut m, 321, "560", at(t0, 7300));
     assert_eq!(delivered(&effects), ["+p321@321"]);
     assert_eq!(m.resource_version(), Some("560"));
 }
@@ -664,5 +767,5 @@ fn too_large_resource_version_is_a_failure_that_names_the_lagging_apiserver() {
     assert!(m.step(too_large, at(t0, 8200)).is_empty(), "the list retries it, after its backoff");
     let SyncState::Degraded { last_error, .. } = m.sync_state(at(t0, 8200), None) else { panic!() };
     assert!(last_error.contains("older than ours (a lagging apiserver)"), "{last_error}");
-    assert_eq!(m.readiness(at(t0, 8200), None), Err(NotReady::Relisting));
+    assert_eq!(m.readiness(at(t0, 8200), None), Err(NotReady::Resuming));
 }

@@ -94,6 +94,11 @@ public final class InformerHealth {
     return counters[9];
   }
 
+  /** Watches resumed after a stale spell (each after a consistent read), without a relist. */
+  public long resumes() {
+    return counters[10];
+  }
+
   /**
    * What the informer does now: {@code initial list}, {@code watching}, {@code relisting after 410
    * Gone}, ...

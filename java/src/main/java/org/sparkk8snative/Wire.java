@@ -12,7 +12,7 @@ import java.util.List;
  * fabric8: pods stay JSON bytes until the Spark glue decodes them.
  */
 final class Wire {
-  static final int VERSION = 3;
+  static final int VERSION = 4;
 
   private static final byte TAG_CHANGES = 1;
   private static final byte TAG_SNAPSHOT = 2;
@@ -68,7 +68,7 @@ final class Wire {
           InformerHealth.State state = InformerHealth.State.values()[in.get()];
           boolean hasSynced = in.get() != 0;
           int consecutiveFailures = in.getInt();
-          long[] counters = new long[10];
+          long[] counters = new long[11];
           for (int i = 0; i < counters.length; i++) {
             counters[i] = in.getLong();
           }

@@ -31,6 +31,7 @@ public final class NativeInformerMetricsSource implements Source {
     gauge("cacheSize", InformerHealth::cacheSize);
     counter("eventsApplied", InformerHealth::eventsApplied);
     counter("relists", InformerHealth::relists);
+    counter("resumes", InformerHealth::resumes);
     counter("errors", InformerHealth::errors);
     counter("listRequests", InformerHealth::lists);
     counter("watchRequests", InformerHealth::watchConnects);

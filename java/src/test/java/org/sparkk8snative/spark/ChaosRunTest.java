@@ -46,8 +46,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * <p>It runs in both configurations of the apiserver: with its watch cache off, a restart resumes
  * the watch and a compaction behind a held watch forces a 410; with the watch cache on (every real
  * cluster), each restart costs a 410 and a relist, and compaction forces none. In both, a silence
- * longer than the stale bound (a black hole, a 429 burst) ends in a relist. Each fault costs at
- * most one relist, and none happens outside a fault.
+ * longer than the silence bound (a black hole, a 429 burst) ends the watch, which resumes from the
+ * cache's resourceVersion (a relist only if that answers 410), so every state the silence hid
+ * reaches Spark as an event. Each fault costs at most one relist, and none happens outside a fault.
  *
  * <p>With the watch cache on it runs twice more: with watches of a lister round (4 s here, twice
  * the stale bound: the default's shape), where a black hole shorter than the silence bound costs no
@@ -160,6 +161,8 @@ class ChaosRunTest {
     long recovered;
     long relistsBefore;
     long relistsAfter;
+    long resumesBefore;
+    long resumesAfter;
 
     /** 429 answers the proxy served during the fault. */
     long throttledServed;
@@ -177,13 +180,15 @@ class ChaosRunTest {
     @Override
     public String toString() {
       return String.format(
-          "%-10s %5d ms%s: %s, synced %5d ms after it ended, relists +%d, 429s served %d",
+          "%-10s %5d ms%s: %s, synced %5d ms after it ended, relists +%d, resumes +%d, 429s served"
+              + " %d",
           kind.label,
           end - start,
           detail.isEmpty() ? "" : " " + detail,
           degraded ? "Degraded seen" : "Degraded NOT seen",
           recovered - end,
           relistsAfter - relistsBefore,
+          resumesAfter - resumesBefore,
           throttledServed);
     }
   }
@@ -495,10 +500,10 @@ class ChaosRunTest {
 
   /**
    * What each fault must cost: never more than one relist (no relist storm); a forced 410 exactly
-   * one; with the watch cache, a restart exactly one (the new cache answers 410); with short
-   * watches a silence longer than the stale bound (black hole, 429 burst) exactly one. A restart
-   * without the watch cache resumes the watch, unless its silence outlasted the stale bound (then
-   * one). With long watches a silence costs a relist only past the silence bound, so at most one.
+   * one; with the watch cache, a restart exactly one (the new cache answers 410). A silence (black
+   * hole, 429 burst, a restart without the watch cache) resumes the watch from the cache's
+   * resourceVersion, and relists only if that answers 410, so at most one. With short watches every
+   * black hole and 429 burst outlasts the silence bound: exactly one resume each.
    */
   private List<String> relistProblems(List<Fault> faults, boolean watchCache, boolean longWatches) {
     List<String> problems = new ArrayList<>();
@@ -507,12 +512,15 @@ class ChaosRunTest {
       boolean exactlyOne =
           switch (f.kind) {
             case RELIST_410 -> true;
-            case BLACKHOLE, THROTTLE -> !longWatches;
+            case BLACKHOLE, THROTTLE -> false;
             case RESTART -> watchCache && !ha;
             // A held connection costs the relist after its silence; a closed one resumes.
             case LAG, MOVE -> false;
           };
-      if (relists > 1 || (exactlyOne && relists != 1)) {
+      boolean oneResume =
+          !longWatches && (f.kind == Kind.BLACKHOLE || f.kind == Kind.THROTTLE) && !ha;
+      long resumes = f.resumesAfter - f.resumesBefore;
+      if (relists > 1 || (exactlyOne && relists != 1) || (oneResume && resumes != 1)) {
         problems.add(f.toString());
       }
     }
@@ -574,6 +582,7 @@ class ChaosRunTest {
         fault.detail = haTarget(kind, random);
       }
       fault.relistsBefore = informer.health().relists();
+      fault.resumesBefore = informer.health().resumes();
       long throttledBefore = proxyThrottled();
       fault.start = System.currentTimeMillis();
       inject(fault, informer);
@@ -588,6 +597,7 @@ class ChaosRunTest {
       waitSynced(informer, kind.label + " to heal");
       fault.recovered = System.currentTimeMillis();
       fault.relistsAfter = informer.health().relists();
+      fault.resumesAfter = informer.health().resumes();
       fault.degraded =
           sampledBetween(fault.start, fault.recovered).contains(InformerHealth.State.DEGRADED);
       done.add(fault);

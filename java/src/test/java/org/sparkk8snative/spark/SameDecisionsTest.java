@@ -30,7 +30,16 @@ import org.sparkk8snative.TestPlane;
  * two copies of Spark's real store and lifecycle manager ({@link SparkDecisions}) watch it at once:
  * one fed by Spark's own watch and polling sources on a direct connection, one by the native
  * sources through the plane's fault proxy, which cuts and black-holes the native informer's
- * connections while its consumer (Spark's store) stalls now and then.
+ * connections while its consumer (Spark's store) stalls now and then. A second configuration runs
+ * on a highly available plane (two apiservers on one etcd, watch caches on): the native informer
+ * reaches it through a load balancer that moves it between the apiservers, closing its connection
+ * or holding it silent past the silence bound, while Spark's own sources stay on apiserver a.
+ *
+ * <p>Not among the faults, because no comparison with Spark's own watch could be sound: a 410 (an
+ * apiserver restarted with its watch cache on, or a watch cache reinitialized after it lost etcd)
+ * loses every state between the watcher's resourceVersion and the new list for any watcher, Spark's
+ * own included, so the reference would have to be fed through the same fault. The chaos run covers
+ * them ({@code ChaosRunTest}: the final snapshot equals a LIST, no stale full snapshot).
  *
  * <p>What is compared, per executor, and why it is sound: Spark's watch hands every event to the
  * store, so its {@code updatePod} calls are the event history itself; the native informer may skip
@@ -81,15 +90,33 @@ class SameDecisionsTest {
 
   @Test
   void sparkDecidesTheSameOnEveryExecutorWithTheNativeSourcesAsWithItsOwn() throws Exception {
+    compare(false);
+  }
+
+  /**
+   * The same on a highly available plane: two apiservers on one etcd behind a load balancer, which
+   * moves the native informer between them, closing its connection or holding it silent (as a dead
+   * backend does) past the silence bound; Spark's own sources stay on apiserver a.
+   */
+  @Test
+  void sparkDecidesTheSameWhenTheBalancerMovesTheInformerBetweenApiservers() throws Exception {
+    compare(true);
+  }
+
+  private void compare(boolean highlyAvailable) throws Exception {
     System.out.println(
         "differential seed="
             + SEED
             + " executors="
             + EXECUTORS
+            + (highlyAvailable ? " plane=two apiservers behind a balancer" : "")
             + " (replay: -Ddecisions.seed="
             + SEED
             + ")");
-    TestPlane plane = TestPlane.start("decisions", "--watch-cache=true");
+    TestPlane plane =
+        highlyAvailable
+            ? TestPlane.start("decisions-ha", "--watch-cache=true", "--ha")
+            : TestPlane.start("decisions", "--watch-cache=true");
     teardown.add(plane::stop);
     String app = TestPlane.uniqueAppId("decisions");
 
@@ -105,7 +132,8 @@ class SameDecisionsTest {
     ExecutorPodsPollingSnapshotSource poll =
         new ExecutorPodsPollingSnapshotSource(legacyConf, client, legacy.store, polling);
 
-    SparkConf nativeConf = sparkConf(plane.sparkConf(true));
+    SparkConf nativeConf =
+        sparkConf(highlyAvailable ? plane.sparkConfThroughLoadBalancer() : plane.sparkConf(true));
     SparkDecisions nativeSide = new SparkDecisions("the native sources", nativeConf);
     teardown.add(nativeSide::stop);
     NativeSnapshotSources sources = NativeSnapshotSources.create(nativeConf, nativeSide.store);
@@ -129,7 +157,8 @@ class SameDecisionsTest {
 
     ExecutorHistories histories = new ExecutorHistories(SEED, EXECUTORS, plane, app);
     teardown.add(histories::cleanUp);
-    Faults faults = new Faults(plane, nativeSide, new Random(SEED ^ 0x9E3779B97F4A7C15L));
+    Faults faults =
+        new Faults(plane, highlyAvailable, nativeSide, new Random(SEED ^ 0x9E3779B97F4A7C15L));
     faults.start();
     long began = System.currentTimeMillis();
     histories.apply(
@@ -260,9 +289,14 @@ class SameDecisionsTest {
     return removals.stream().map(SparkDecisions.Removal::comparable).toList();
   }
 
-  /** Faults on the native side only: its connections cut or black-holed, its consumer stalled. */
+  /**
+   * Faults on the native side only: its connections cut or black-holed (on the HA plane: the
+   * balancer moving it to the other apiserver, closing or holding its connection), its consumer
+   * stalled.
+   */
   private static final class Faults {
     private final TestPlane plane;
+    private final boolean highlyAvailable;
     private final SparkDecisions nativeSide;
     private final Random random;
     private volatile boolean running = true;
@@ -271,8 +305,12 @@ class SameDecisionsTest {
     private int blackholes;
     private int stalls;
 
-    Faults(TestPlane plane, SparkDecisions nativeSide, Random random) {
+    /** The apiserver the HA plane's balancer sends the informer to. */
+    private String balancerAt = "a";
+
+    Faults(TestPlane plane, boolean highlyAvailable, SparkDecisions nativeSide, Random random) {
       this.plane = plane;
+      this.highlyAvailable = highlyAvailable;
       this.nativeSide = nativeSide;
       this.random = random;
     }
@@ -289,15 +327,14 @@ class SameDecisionsTest {
                     // consumer is what makes the queue coalesce.
                     switch (first ? 1 : random.nextInt(5)) {
                       case 0 -> {
-                        plane.control("POST", "/proxy/cut");
+                        cut();
                         cuts++;
                       }
                       case 1 -> {
                         long millis =
                             first ? STALE_SPELL_MS : 200 + random.nextInt(BLACKHOLE_MAX_MS - 199);
                         first = false;
-                        plane.control("POST", "/proxy/blackhole?seconds=" + millis / 1000.0);
-                        Thread.sleep(millis);
+                        blackhole(millis);
                         blackholes++;
                       }
                       default -> {
@@ -315,10 +352,44 @@ class SameDecisionsTest {
       thread.start();
     }
 
+    /** Closes the informer's connections; on the HA plane it comes back to the other apiserver. */
+    private void cut() {
+      if (highlyAvailable) {
+        moveBalancer("close");
+      } else {
+        plane.control("POST", "/proxy/cut");
+      }
+    }
+
+    /**
+     * Holds the informer's connections silent for {@code millis}; on the HA plane new ones go to
+     * the other apiserver meanwhile, and the held ones are closed after, as a balancer resets a
+     * dead backend's connections.
+     */
+    private void blackhole(long millis) throws InterruptedException {
+      if (highlyAvailable) {
+        moveBalancer("hold");
+        Thread.sleep(millis);
+        plane.control("POST", "/ha/release");
+      } else {
+        plane.control("POST", "/proxy/blackhole?seconds=" + millis / 1000.0);
+        Thread.sleep(millis);
+      }
+    }
+
+    private void moveBalancer(String existing) {
+      balancerAt = balancerAt.equals("a") ? "b" : "a";
+      plane.control("POST", "/ha/route?to=" + balancerAt + "&existing=" + existing);
+    }
+
     void stop() throws InterruptedException {
       running = false;
       thread.join(10_000);
-      plane.control("POST", "/proxy/normal");
+      if (highlyAvailable) {
+        plane.control("POST", "/ha/release");
+      } else {
+        plane.control("POST", "/proxy/normal");
+      }
     }
 
     int injected() {
@@ -327,7 +398,14 @@ class SameDecisionsTest {
 
     @Override
     public String toString() {
-      return cuts + " cuts, " + blackholes + " black holes, " + stalls + " consumer stalls";
+      return highlyAvailable
+          ? cuts
+              + " moves closing the connection, "
+              + blackholes
+              + " moves holding it silent, "
+              + stalls
+              + " consumer stalls"
+          : cuts + " cuts, " + blackholes + " black holes, " + stalls + " consumer stalls";
     }
   }
 }

@@ -87,12 +87,18 @@ public final class ClusterModeJob {
             + " job-ms="
             + (System.nanoTime() - jobBegan) / 1_000_000);
 
-    Source source = sc.env().metricsSystem().getSourcesByName("sparkK8sNative").head();
-    say(
-        "informer-synced="
-            + gauge(source, "informer.synced")
-            + " informer-cache-size="
-            + gauge(source, "informer.cacheSize"));
+    scala.collection.Seq<Source> sources =
+        sc.env().metricsSystem().getSourcesByName("sparkK8sNative");
+    if (sources.isEmpty()) { // Spark's own sources
+      say("informer-synced=none");
+    } else {
+      Source source = sources.head();
+      say(
+          "informer-synced="
+              + gauge(source, "informer.synced")
+              + " informer-cache-size="
+              + gauge(source, "informer.cacheSize"));
+    }
 
     spark.stop();
     if (!right) {

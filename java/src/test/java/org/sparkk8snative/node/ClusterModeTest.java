@@ -212,8 +212,20 @@ class ClusterModeTest {
    * library this JVM loaded, by the system property the native layer reads first.
    */
   private Submitted submit(String tag, boolean hold) throws Exception {
+    return submit(tag, hold, true);
+  }
+
+  /**
+   * The same with Spark's own sources when {@code nativeSources} is false: Spark's allocator, no
+   * executor Services, and Spark's polling LIST every 5 s (so that it LISTs within the job: the
+   * positive control of the LIST count).
+   */
+  private Submitted submit(String tag, boolean hold, boolean nativeSources) throws Exception {
     String driverPod = TestPlane.uniqueAppId("cm-" + tag) + "-driver";
-    Map<String, String> conf = clusterModeConf(driverPod, EXECUTORS);
+    Map<String, String> conf = clusterModeConf(driverPod, EXECUTORS, nativeSources);
+    if (!nativeSources) {
+      conf.put("spark.kubernetes.executor.apiPollingInterval", "5s");
+    }
     conf.put("spark.driver.extraClassPath", codeSource(NativeLibrary.class).toString());
     conf.put(
         "spark.driver.extraJavaOptions",
@@ -229,11 +241,18 @@ class ClusterModeTest {
    * project's jar or library: each test says how the driver gets them.
    */
   private Map<String, String> clusterModeConf(String driverPod, int executors) {
+    return clusterModeConf(driverPod, executors, true);
+  }
+
+  private Map<String, String> clusterModeConf(
+      String driverPod, int executors, boolean nativeSources) {
     driverPods.add(driverPod);
     SparkConf job =
-        ProcessNode.withExecutorServices(
-            ProcessNode.withJob(
-                ProcessNode.withNodeExecutors(new SparkConf(false)), executors, true));
+        ProcessNode.withJob(
+            ProcessNode.withNodeExecutors(new SparkConf(false)), executors, nativeSources);
+    if (nativeSources) {
+      ProcessNode.withExecutorServices(job);
+    }
     Map<String, String> conf = new LinkedHashMap<>();
     for (Tuple2<String, String> entry : job.getAll()) {
       conf.put(entry._1(), entry._2());
@@ -435,39 +454,37 @@ class ClusterModeTest {
         .asText();
   }
 
-  @Test
-  void aClusterModeDriverPodRunsTheJobAsItsServiceAccountWithTheNativeInformer() throws Exception {
-    Submitted run = submit("run", false);
+  /** What one cluster-mode run of {@link ClusterModeJob} showed. */
+  private record ClusterRun(
+      Submitted submitted,
+      Pod ended,
+      String log,
+      Map<String, String> facts,
+      long runningMillis,
+      long endedMillis,
+      long nativeWatches,
+      long snapshotLists,
+      long allLists,
+      Set<String> boundPods) {
+    long registeredMillis() {
+      return Long.parseLong(facts.get("after-ms"));
+    }
+  }
+
+  /** Submits the job in cluster mode, waits for the driver pod to end, and reads what it did. */
+  private ClusterRun runInClusterMode(String tag, boolean nativeSources) throws Exception {
+    Submitted run = submit(tag, false, nativeSources);
     long runningMillis = awaitRunning(run);
     Pod ended = node.awaitEnded(run.driverPod(), DRIVER_TIMEOUT);
     long endedMillis = millisSince(run.submittedNanos());
     String log = log(run.driverPod());
     assertEquals("Succeeded", ended.getStatus().getPhase(), tail(log, 60));
-
     Map<String, String> facts = jobFacts(log);
-    assertEquals("right", facts.get("answer"), tail(log, 60));
+    assertEquals("right", facts.get("answer"), tag + ": " + tail(log, 60));
     assertEquals(String.valueOf(KEYS), facts.get("keys"));
     assertEquals(String.valueOf(ROWS / KEYS), facts.get("rows-per-key"));
     assertEquals("0", facts.get("wrong-keys"));
     assertEquals(String.valueOf(EXECUTORS), facts.get("executors-registered"));
-    // The image's entrypoint applies spark.driver.memory (512m) as Spark's launcher does: the
-    // JVM reports a little less than -Xmx (one survivor space).
-    long maxHeapMb = Long.parseLong(facts.get("max-heap-mb"));
-    assertTrue(maxHeapMb > 400 && maxHeapMb <= 512, "the driver's heap: " + maxHeapMb + " MiB");
-    assertTrue(log.contains(NATIVE_INFORMER_LINE), "the driver says the native informer is in use");
-    assertEquals("1", facts.get("informer-synced"), "the native informer synced in the driver");
-    assertEquals(
-        String.valueOf(EXECUTORS), facts.get("informer-cache-size"), "its executors, cached");
-
-    // The driver runs as its service account, with a token bound to its pod.
-    assertTheDriverRunsAsItsServiceAccountWithAProjectedToken(ended);
-    assertEquals(serviceAccountUser(), facts.get("token-subject"));
-    assertEquals(run.driverPod(), facts.get("token-pod"), "a token bound to the driver pod");
-    assertEquals("true", facts.get("ca-present"));
-    assertEquals(ns, facts.get("namespace"));
-    long tokenLifetime = Long.parseLong(facts.get("token-lifetime-s"));
-    assertTrue(tokenLifetime >= 600, "a TokenRequest token's lifetime: " + tokenLifetime);
-
     String appId = facts.get("app-id");
     assertEquals(appId, ended.getMetadata().getLabels().get("spark-app-selector"));
     List<JsonNode> bySa =
@@ -492,11 +509,77 @@ class ClusterModeTest {
     long allLists = bySa.stream().filter(e -> "list".equals(e.path("verb").asText())).count();
     Set<String> boundPods =
         bySa.stream().map(ClusterModeTest::boundPod).collect(Collectors.toSet());
-    assertTrue(nativeWatches >= 1, "the native informer watched as the driver's service account");
-    assertEquals(0, snapshotLists, "no snapshot-source LIST of executor pods");
-    assertEquals(0, allLists, "no LIST of executor pods at all by the driver");
+    return new ClusterRun(
+        run,
+        ended,
+        log,
+        facts,
+        runningMillis,
+        endedMillis,
+        nativeWatches,
+        snapshotLists,
+        allLists,
+        boundPods);
+  }
+
+  /**
+   * How much later than with Spark's own sources the native ones may have the app's executors
+   * registered: a Service is created before each executor pod, and the driver JVM, two executor
+   * JVMs and the job share 2 cores (registration took 20-40 s with either source).
+   */
+  private static final long REGISTRATION_SLACK_MS = 10_000;
+
+  @Test
+  void aClusterModeDriverPodRunsTheJobAsItsServiceAccountWithTheNativeInformer() throws Exception {
+    ClusterRun legacy = runInClusterMode("legacy", false);
+    ClusterRun nativeRun = runInClusterMode("run", true);
+    Submitted run = nativeRun.submitted();
+    Pod ended = nativeRun.ended();
+    String log = nativeRun.log();
+    Map<String, String> facts = nativeRun.facts();
+
+    // Spark's own sources, in the same harness: the driver's LISTs are counted (the positive
+    // control of the native run's 0), and the app gives the same answer.
+    assertTrue(
+        legacy.snapshotLists() > 0,
+        "the audit log counts the LISTs of Spark's own polling source by the driver's account");
+    assertEquals("none", legacy.facts().get("informer-synced"), "Spark's own sources");
+    assertTrue(
+        nativeRun.registeredMillis() <= legacy.registeredMillis() + REGISTRATION_SLACK_MS,
+        "executors registered "
+            + nativeRun.registeredMillis()
+            + " ms after the SparkSession began with the native sources, "
+            + legacy.registeredMillis()
+            + " ms with Spark's own");
+
+    // The image's entrypoint applies spark.driver.memory (512m) as Spark's launcher does: the
+    // JVM reports a little less than -Xmx (one survivor space).
+    long maxHeapMb = Long.parseLong(facts.get("max-heap-mb"));
+    assertTrue(maxHeapMb > 400 && maxHeapMb <= 512, "the driver's heap: " + maxHeapMb + " MiB");
+    assertTrue(log.contains(NATIVE_INFORMER_LINE), "the driver says the native informer is in use");
+    assertEquals("1", facts.get("informer-synced"), "the native informer synced in the driver");
     assertEquals(
-        Set.of(run.driverPod()), boundPods, "every request with the driver pod's own token");
+        String.valueOf(EXECUTORS), facts.get("informer-cache-size"), "its executors, cached");
+
+    // The driver runs as its service account, with a token bound to its pod.
+    assertTheDriverRunsAsItsServiceAccountWithAProjectedToken(ended);
+    assertEquals(serviceAccountUser(), facts.get("token-subject"));
+    assertEquals(run.driverPod(), facts.get("token-pod"), "a token bound to the driver pod");
+    assertEquals("true", facts.get("ca-present"));
+    assertEquals(ns, facts.get("namespace"));
+    long tokenLifetime = Long.parseLong(facts.get("token-lifetime-s"));
+    assertTrue(tokenLifetime >= 600, "a TokenRequest token's lifetime: " + tokenLifetime);
+
+    String appId = facts.get("app-id");
+    assertTrue(
+        nativeRun.nativeWatches() >= 1,
+        "the native informer watched as the driver's service account");
+    assertEquals(0, nativeRun.snapshotLists(), "no snapshot-source LIST of executor pods");
+    assertEquals(0, nativeRun.allLists(), "no LIST of executor pods at all by the driver");
+    assertEquals(
+        Set.of(run.driverPod()),
+        nativeRun.boundPods(),
+        "every request with the driver pod's own token");
 
     // The app is over: Spark deleted its executor pods; what is left of it (its executor
     // Services, its own Service and ConfigMaps) goes with the driver pod.
@@ -514,26 +597,28 @@ class ClusterModeTest {
         () -> ownedBy(driverUid).isEmpty());
     long collectedMillis = millisSince(deleted);
 
+    for (ClusterRun r : List.of(nativeRun, legacy)) {
+      System.out.printf(
+          "cluster mode, %s: spark-submit %d ms; driver pod Running %d ms after it, Succeeded"
+              + " after %d ms; %d executors registered %s ms after the driver's SparkSession"
+              + " began; groupBy of %d rows in %s ms; driver's service account: %d native WATCHes"
+              + " of executor pods, %d snapshot-source LISTs, %d LISTs in all%n",
+          r == nativeRun ? "native sources" : "Spark's own sources",
+          r.submitted().submitMillis(),
+          r.runningMillis(),
+          r.endedMillis(),
+          EXECUTORS,
+          r.facts().get("after-ms"),
+          ROWS,
+          r.facts().get("job-ms"),
+          r.nativeWatches(),
+          r.snapshotLists(),
+          r.allLists());
+    }
     System.out.printf(
-        "cluster mode: spark-submit %d ms; driver pod Running %d ms after it, Succeeded after %d ms;"
-            + " %d executors registered %s ms after the driver's SparkSession began; groupBy of %d"
-            + " rows in %s ms; driver's service account: %d native WATCHes of executor pods, %d"
-            + " snapshot-source LISTs, %d LISTs in all; token lifetime %d s;"
-            + " after the app: %d executor Services left, garbage-collected %d ms after the"
-            + " driver pod was deleted%n",
-        run.submitMillis(),
-        runningMillis,
-        endedMillis,
-        EXECUTORS,
-        facts.get("after-ms"),
-        ROWS,
-        facts.get("job-ms"),
-        nativeWatches,
-        snapshotLists,
-        allLists,
-        tokenLifetime,
-        servicesLeft,
-        collectedMillis);
+        "cluster mode, native sources: token lifetime %d s; after the app: %d executor Services"
+            + " left, garbage-collected %d ms after the driver pod was deleted%n",
+        tokenLifetime, servicesLeft, collectedMillis);
   }
 
   /** The app's executor Services (its driver's own headless Service is not one). */

@@ -13,18 +13,21 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
+import org.apache.logging.log4j.Level;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerExecutorAdded;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerTaskStart;
+import org.apache.spark.scheduler.TaskSchedulerImpl;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsLifecycleManager;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkk8snative.TestPlane;
+import org.sparkk8snative.spark.LogCapture;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
@@ -73,7 +76,13 @@ class ExecutorFailuresTest {
       long millis,
       List<String> othersRemoved) {}
 
-  private record Outcome(List<Loss> losses, int executorsAdded, boolean podsLeftOver) {}
+  /**
+   * What one run did, and whether Spark removed any executor by missing-pod detection (a full
+   * snapshot lacked its live pod): read from Spark's scheduler log, since the removal event a
+   * listener sees may carry the pod's later exit instead.
+   */
+  private record Outcome(
+      List<Loss> losses, int executorsAdded, boolean podsLeftOver, boolean removedAsMissing) {}
 
   private SparkConf conf(boolean nativeSources) {
     return node.sparkJobConf(
@@ -100,6 +109,7 @@ class ExecutorFailuresTest {
   private Outcome run(boolean nativeSources) throws Exception {
     SparkSession spark = SparkSession.builder().config(conf(nativeSources)).getOrCreate();
     SparkContext sc = spark.sparkContext();
+    LogCapture schedulerLog = LogCapture.of(TaskSchedulerImpl.class);
     String appId = sc.applicationId();
     Set<String> added = ConcurrentHashMap.newKeySet();
     Map<String, String> removedWhy = new ConcurrentHashMap<>();
@@ -212,8 +222,13 @@ class ExecutorFailuresTest {
           Duration.ofSeconds(180),
           () -> alive.get().size() == EXECUTORS);
       boolean leftOver = livePods(appId) != EXECUTORS;
-      return new Outcome(losses, added.size(), leftOver);
+      return new Outcome(
+          losses,
+          added.size(),
+          leftOver,
+          schedulerLog.logged(Level.ERROR, "was not found in the cluster"));
     } finally {
+      schedulerLog.close();
       spark.stop();
     }
   }
@@ -325,5 +340,8 @@ class ExecutorFailuresTest {
     }
     assertEquals("exit 137, OOMKilled", kind(nativeRun.losses().get(0).sparkReason()));
     assertTrue(!nativeRun.podsLeftOver() && !legacyRun.podsLeftOver(), "one pod per executor");
+    assertTrue(
+        !legacyRun.removedAsMissing(), "Spark's own sources: an executor removed as missing");
+    assertTrue(!nativeRun.removedAsMissing(), "native sources: an executor removed as missing");
   }
 }

@@ -14,7 +14,7 @@ import org.apache.logging.log4j.core.config.Property;
  * Captures what one class logs through log4j (Spark's slf4j backend), for tests that assert a log
  * line.
  */
-final class LogCapture implements AutoCloseable {
+public final class LogCapture implements AutoCloseable {
   private final List<LogEvent> events = new CopyOnWriteArrayList<>();
   private final LoggerContext context = (LoggerContext) LogManager.getContext(false);
   private final String logger;
@@ -31,7 +31,7 @@ final class LogCapture implements AutoCloseable {
         };
   }
 
-  static LogCapture of(Class<?> type) {
+  public static LogCapture of(Class<?> type) {
     LogCapture capture = new LogCapture(type);
     capture.appender.start();
     Configuration config = capture.context.getConfiguration();
@@ -43,7 +43,7 @@ final class LogCapture implements AutoCloseable {
   }
 
   /** Whether the class logged, at {@code level}, a message containing {@code text}. */
-  boolean logged(Level level, String text) {
+  public boolean logged(Level level, String text) {
     return events.stream()
         .anyMatch(
             e ->

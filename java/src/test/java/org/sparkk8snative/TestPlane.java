@@ -349,6 +349,14 @@ public final class TestPlane {
         .getItems();
   }
 
+  /** The pod of one of the app's executors, by the executor id Spark labels it with. */
+  public Pod executorPod(String appId, String execId) {
+    return executorPods(appId).stream()
+        .filter(p -> execId.equals(p.getMetadata().getLabels().get("spark-exec-id")))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no pod of executor " + execId));
+  }
+
   /** A driver pod named {@code <appId>-driver}: what owns an app's executor Services. */
   public Pod createDriver(String appId) {
     return admin()

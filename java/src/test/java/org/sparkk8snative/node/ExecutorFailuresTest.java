@@ -3,7 +3,6 @@ package org.sparkk8snative.node;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.fabric8.kubernetes.api.model.Pod;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -97,15 +96,6 @@ class ExecutorFailuresTest {
         .set("spark.kubernetes.executor.terminationGracePeriodSeconds", "5");
   }
 
-  private String podOf(String appId, String execId) {
-    for (Pod pod : plane.executorPods(appId)) {
-      if (execId.equals(pod.getMetadata().getLabels().get("spark-exec-id"))) {
-        return pod.getMetadata().getName();
-      }
-    }
-    throw new AssertionError("no pod of executor " + execId);
-  }
-
   private Outcome run(boolean nativeSources) throws Exception {
     SparkSession spark = SparkSession.builder().config(conf(nativeSources)).getOrCreate();
     SparkContext sc = spark.sparkContext();
@@ -174,7 +164,7 @@ class ExecutorFailuresTest {
             Duration.ofSeconds(60),
             () -> taskStartedOn.get() != null);
         String victim = taskStartedOn.get();
-        String victimPod = podOf(appId, victim);
+        String victimPod = plane.executorPod(appId, victim).getMetadata().getName();
         Set<String> removedBefore = Set.copyOf(removedWhy.keySet());
         int failedBefore = lifecycle.getNumExecutorsFailed();
         int addedBefore = added.size();

@@ -126,7 +126,7 @@ class FetchFromAGoneExecutorTest {
                   () -> {
                     try {
                       String victim = peer.get().equals("1") ? "2" : "1";
-                      Pod victimsPod = executorPod(appId, victim);
+                      Pod victimsPod = plane.executorPod(appId, victim);
                       String pod = victimsPod.getMetadata().getName();
                       victimPod.put("name", pod);
                       victimPod.put("ip", victimsPod.getStatus().getPodIP());
@@ -209,13 +209,6 @@ class FetchFromAGoneExecutorTest {
       spark.stop();
       plane.deletePod(driverPod);
     }
-  }
-
-  private Pod executorPod(String appId, String execId) {
-    return plane.executorPods(appId).stream()
-        .filter(p -> execId.equals(p.getMetadata().getLabels().get("spark-exec-id")))
-        .findFirst()
-        .orElseThrow(() -> new AssertionError("no pod of executor " + execId));
   }
 
   @Test

@@ -32,12 +32,17 @@ public final class LogCapture implements AutoCloseable {
   }
 
   public static LogCapture of(Class<?> type) {
+    return of(type, Level.DEBUG);
+  }
+
+  /** Captures what {@code type} logs at {@code level} and above, and sets its logger to that. */
+  public static LogCapture of(Class<?> type, Level level) {
     LogCapture capture = new LogCapture(type);
     capture.appender.start();
     Configuration config = capture.context.getConfiguration();
     config.addAppender(capture.appender);
     config.getRootLogger().addAppender(capture.appender, Level.ALL, null);
-    org.apache.logging.log4j.core.config.Configurator.setLevel(capture.logger, Level.DEBUG);
+    org.apache.logging.log4j.core.config.Configurator.setLevel(capture.logger, level);
     capture.context.updateLoggers();
     return capture;
   }
@@ -50,6 +55,15 @@ public final class LogCapture implements AutoCloseable {
                 e.getLoggerName().equals(logger)
                     && e.getLevel() == level
                     && e.getMessage().getFormattedMessage().contains(text));
+  }
+
+  /** The messages the class logged at {@code level} containing {@code text}, in order. */
+  public List<String> messages(Level level, String text) {
+    return events.stream()
+        .filter(e -> e.getLoggerName().equals(logger) && e.getLevel() == level)
+        .map(e -> e.getMessage().getFormattedMessage())
+        .filter(m -> m.contains(text))
+        .toList();
   }
 
   @Override

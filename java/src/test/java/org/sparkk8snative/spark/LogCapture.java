@@ -49,12 +49,7 @@ public final class LogCapture implements AutoCloseable {
 
   /** Whether the class logged, at {@code level}, a message containing {@code text}. */
   public boolean logged(Level level, String text) {
-    return events.stream()
-        .anyMatch(
-            e ->
-                e.getLoggerName().equals(logger)
-                    && e.getLevel() == level
-                    && e.getMessage().getFormattedMessage().contains(text));
+    return !messages(level, text).isEmpty();
   }
 
   /** The messages the class logged at {@code level} containing {@code text}, in order. */

@@ -246,8 +246,9 @@ class DecommissionTest {
   @Test
   void aDeletedExecutorMigratesItsBlocksFirstTheSameWithTheNativeSourcesAsWithSparksOwn()
       throws Exception {
-    Outcome nativeRun = run(true);
-    Outcome legacyRun = run(false);
+    List<Outcome> both = SourceOrder.run("decommission", () -> run(true), () -> run(false));
+    Outcome nativeRun = both.get(0);
+    Outcome legacyRun = both.get(1);
     for (Outcome run : List.of(nativeRun, legacyRun)) {
       String mode = run == nativeRun ? "native" : "legacy";
       System.out.printf(

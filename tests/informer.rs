@@ -208,7 +208,9 @@ async fn an_apiserver_restart_resumes_the_watch_without_relisting() {
     .await;
     let health = informer.health();
     assert_eq!(health.relists, 0, "{health:?}");
-    assert_eq!(health.lists, 0, "no LIST after the first sync: {health:?}");
+    // The restart broke the watch: it resumed behind a consistent read of one pod (the connection
+    // may have reached an apiserver cut from etcd, on an HA plane), one LIST per attempt.
+    assert!((1..=health.errors + 1).contains(&health.lists), "only the resume's read LISTs: {health:?}");
     assert!(health.watch_connects > connects_before, "{health:?}");
     informer.stop().await;
     consumer.join().unwrap();

@@ -16,9 +16,10 @@
 //! serving it is as new as the cache (the machine's "fresh" watch). The one event that revision
 //! may replay is the last one applied, which the machine recognises as a replay.
 //!
-//! After a stale spell the machine asks for a consistent read and then the watch resumed from the
-//! cache's resourceVersion ([`Requests::ProveThenResume`]): the read's resourceVersion is what the
-//! resumed watch must reach before the cache is current again.
+//! After a stale spell or a broken watch the machine asks for a consistent read of one pod and then
+//! the watch resumed from the cache's resourceVersion ([`Requests::ProveThenResume`]): the read's
+//! resourceVersion is what the resumed watch must reach before the cache is current again. A watch
+//! that ends cleanly at its timeout is renewed here, with no read.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -48,6 +49,9 @@ pub enum ListMethod {
     Whole,
     /// A watch that sends the initial state first (`sendInitialEvents`), then goes on as the watch.
     Streaming,
+    /// The first page of one pod, and no more: a consistent read made only for its
+    /// resourceVersion, which a resumed watch must reach (the machine's proof).
+    ProofRead,
 }
 
 /// One list, as the machine asks for it.
@@ -62,7 +66,7 @@ pub struct ListRequest {
 pub enum Requests {
     /// A list, then the watch from its resourceVersion.
     List(ListRequest),
-    /// After a stale spell: a consistent read, then the watch resumed after `resume_from` (the
+    /// After a stale spell or a break: a consistent read, then the watch resumed after `resume_from` (the
     /// cache's resourceVersion), so that it replays every change since.
     ProveThenResume { read: ListRequest, resume_from: String },
 }
@@ -272,7 +276,8 @@ async fn list_step(pods: &Api<Pod>, selector: &Selector, mut listing: Listing) -
     }
     match pods.list(&list_params(selector, &listing.request, listing.continue_token.clone())).await {
         Ok(list) => {
-            listing.continue_token = list.metadata.continue_.filter(|t| !t.is_empty());
+            let proof = listing.request.method == ListMethod::ProofRead;
+            listing.continue_token = list.metadata.continue_.filter(|t| !t.is_empty() && !proof);
             listing.list_rv = list.metadata.resource_version.filter(|rv| !rv.is_empty());
             if listing.list_rv.is_none() {
                 let failure = Failure {
@@ -282,7 +287,8 @@ async fn list_step(pods: &Api<Pod>, selector: &Selector, mut listing: Listing) -
                 };
                 return (Some(Err(failure)), Some(listing.restart()));
             }
-            listing.page = list.items.into();
+            // A proof read's pod is not news: only its resourceVersion is.
+            listing.page = if proof { VecDeque::new() } else { list.items.into() };
             (None, Some(State::Listing(listing)))
         }
         Err(error) => (Some(Err(Failure::of_request(error))), Some(listing.restart())),
@@ -390,6 +396,7 @@ fn list_params(selector: &Selector, request: &ListRequest, continue_token: Optio
     };
     let limit = match request.method {
         ListMethod::Paged(size) => Some(size),
+        ListMethod::ProofRead => Some(1),
         ListMethod::Whole | ListMethod::Streaming => None,
     };
     ListParams {

@@ -41,7 +41,14 @@
 //!   it), and serves nothing until the watch shows a resourceVersion at least as new as that
 //!   read's: then every change made before the read has arrived ([`Phase::Resuming`]). If the
 //!   watch does not get there within the proof wait, or cannot resume (410 Gone), the informer
-//!   relists, and serves nothing until that list completes.
+//!   relists, and serves nothing until that list completes;
+//! - a watch that breaks (fails, or ends other than cleanly at its timeout after showing itself
+//!   fresh: a load balancer closing it, an apiserver restarting) resumes behind the same
+//!   consistent read, a `limit=1` LIST made only for its resourceVersion: the new connection may
+//!   reach an apiserver cut from etcd at the cache's own resourceVersion, whose bookmarks would
+//!   look fresh while it misses every change made since. Meanwhile the cache serves what the
+//!   broken watch proved, within the stale bound; a break that proves nothing for longer than the
+//!   silence bound is a stale spell. A clean renewal costs no read.
 //!
 //! Reading (readiness, report) never changes state.
 
@@ -67,12 +74,13 @@ pub enum Phase {
     /// Following the apiserver with a watch (resuming from the last resourceVersion after
     /// a disconnect); the cache is current as of the last byte that watch received.
     Watching { since: Instant },
-    /// After a stale spell: a consistent read, then the watch resumed from the cache's
-    /// resourceVersion, replaying what the spell hid. Nothing is served until the watch reaches
-    /// the read's resourceVersion (module doc).
-    Resuming { proof: ProofRead },
-    /// Listing again: the watch could not resume (410 Gone), or a watch resumed after a stale
-    /// spell did not catch up. The old cache serves only while provably within the bound.
+    /// After a stale spell or a broken watch: a consistent read, then the watch resumed from the
+    /// cache's resourceVersion, replaying what it missed. The watch proves nothing until it reaches
+    /// the read's resourceVersion (module doc); after a stale spell nothing is served till then.
+    Resuming { proof: ProofRead, after: ResumeCause },
+    /// Listing again: the watch could not resume (410 Gone), or a watch resumed behind a
+    /// consistent read did not catch up. The old cache serves only while provably within the
+    /// bound, and never after a stale spell.
     Relisting { cause: RelistCause },
     /// Stopped for good.
     Stopped,
@@ -87,9 +95,25 @@ pub enum RelistCause {
     /// After a stale spell, the resumed watch did not catch up with a consistent read (or could
     /// not resume): the old cache is not served again.
     StaleSpell,
+    /// After a broken watch, the resumed watch did not catch up with a consistent read (or could
+    /// not resume): the old cache is as current as the watch before the break proved it, and
+    /// serves until that is older than the stale bound.
+    Break,
 }
 
-/// The consistent read that a watch resumed after a stale spell must catch up with.
+/// Why a watch resumes behind a consistent read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResumeCause {
+    /// A silence longer than the silence bound: the cache is stale, and nothing is served until
+    /// the resumed watch catches up.
+    StaleSpell,
+    /// The watch failed or ended before its timeout (not a clean renewal): the next connection may
+    /// reach another apiserver, one cut from etcd whose frozen watch cache is exactly as new as
+    /// ours and so looks fresh (issue 23). The cache keeps what the broken watch proved.
+    Break,
+}
+
+/// The consistent read that a resumed watch must catch up with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProofRead {
     /// Not answered yet; `began` is when the current attempt began, if one has.
@@ -98,19 +122,30 @@ pub enum ProofRead {
     Answered { revision: u64, began: Instant, answered: Instant },
 }
 
-/// The least time a watch resumed after a stale spell gets to catch up with the consistent read
+/// The least time a resumed watch gets to catch up with the consistent read
 /// (the stale bound, if longer): a healthy apiserver shows it with its first bookmark, about a
 /// second into the short watch that resumes (`listwatch.rs`), so this allows several.
 const PROOF_WAIT_MIN: Duration = Duration::from_secs(5);
+
+impl ResumeCause {
+    fn describe(self) -> &'static str {
+        match self {
+            ResumeCause::StaleSpell => "after a stale spell",
+            ResumeCause::Break => "after a broken watch",
+        }
+    }
+}
 
 impl Phase {
     pub fn name(&self) -> &'static str {
         match self {
             Phase::InitialList { .. } => "initial list",
             Phase::Watching { .. } => "watching",
-            Phase::Resuming { .. } => "resuming after a stale spell",
+            Phase::Resuming { after: ResumeCause::StaleSpell, .. } => "resuming after a stale spell",
+            Phase::Resuming { after: ResumeCause::Break, .. } => "resuming after a broken watch",
             Phase::Relisting { cause: RelistCause::Gone } => "relisting after 410 Gone",
             Phase::Relisting { cause: RelistCause::StaleSpell } => "relisting after a stale spell",
+            Phase::Relisting { cause: RelistCause::Break } => "relisting after a broken watch",
             Phase::Stopped => "stopped",
         }
     }
@@ -257,16 +292,18 @@ impl InformerMachine {
         if self.phase == Phase::Stopped {
             return Vec::new();
         }
-        if let Phase::Resuming { proof } = self.phase {
+        if let Phase::Resuming { proof, after } = self.phase {
             match input {
                 Input::ListBegan => {
                     self.list_began = Some(now);
-                    self.phase = Phase::Resuming { proof: ProofRead::Reading { began: Some(now) } };
+                    self.phase = Phase::Resuming { proof: ProofRead::Reading { began: Some(now) }, after };
                     return Vec::new();
                 }
                 // The read proves a revision; its pods are the cache's business only if it relists.
                 Input::Listed(_) => return Vec::new(),
-                Input::ListDone { resource_version } => return self.proof_answered(proof, resource_version, now),
+                Input::ListDone { resource_version } => {
+                    return self.proof_answered(proof, after, resource_version, now)
+                }
                 _ => {}
             }
         }
@@ -441,9 +478,15 @@ impl InformerMachine {
         matches!(self.phase, Phase::Resuming { .. })
     }
 
-    /// The consistent read made after a stale spell answered at `resource_version`; the watch
+    /// The consistent read made before a resume answered at `resource_version`; the watch
     /// resumes from the cache's resourceVersion next (`listwatch::prove_then_resume`).
-    fn proof_answered(&mut self, proof: ProofRead, resource_version: String, now: Instant) -> Vec<Effect> {
+    fn proof_answered(
+        &mut self,
+        proof: ProofRead,
+        after: ResumeCause,
+        resource_version: String,
+        now: Instant,
+    ) -> Vec<Effect> {
         self.list_began = None;
         let began = match proof {
             ProofRead::Reading { began } => began.unwrap_or(now),
@@ -451,7 +494,7 @@ impl InformerMachine {
         };
         let Some(revision) = revision(Some(&resource_version)) else {
             // Without etcd revisions there is nothing to catch up with: relist.
-            return self.relist_after_stale_spell(format!(
+            return self.relist_after_resume(format!(
                 "the consistent read answered resourceVersion {resource_version:?}, not a revision to compare"
             ));
         };
@@ -465,11 +508,11 @@ impl InformerMachine {
                 ),
                 now,
             );
-            self.phase = Phase::Resuming { proof: ProofRead::Reading { began: None } };
+            self.phase = Phase::Resuming { proof: ProofRead::Reading { began: None }, after };
             return vec![Effect::Relist];
         }
         tracing::debug!("consistent read at resourceVersion {resource_version}; resuming the watch to catch up");
-        self.phase = Phase::Resuming { proof: ProofRead::Answered { revision, began, answered: now } };
+        self.phase = Phase::Resuming { proof: ProofRead::Answered { revision, began, answered: now }, after };
         self.caught_up(now);
         Vec::new()
     }
@@ -478,15 +521,17 @@ impl InformerMachine {
     /// a bookmark at least as new), every change made before the read has arrived, in order, and
     /// the cache is current as of the read's start.
     fn caught_up(&mut self, now: Instant) {
-        let Phase::Resuming { proof: ProofRead::Answered { revision: read, began, answered } } = self.phase else {
+        let Phase::Resuming { proof: ProofRead::Answered { revision: read, began, answered }, after } = self.phase
+        else {
             return;
         };
         if revision(self.resource_version.as_deref()).is_none_or(|ours| ours < read) {
             return;
         }
         tracing::info!(
-            "executor pod watch resumed after a stale spell: caught up with a consistent read at resourceVersion \
-             {read} {:.0} ms after it answered, without a relist",
+            "executor pod watch resumed {}: caught up with a consistent read at resourceVersion {read} {:.0} ms after \
+             it answered, without a relist",
+            after.describe(),
             now.saturating_duration_since(answered).as_secs_f64() * 1e3
         );
         self.current_as_of = self.current_as_of.max(Some(began));
@@ -499,9 +544,21 @@ impl InformerMachine {
         self.bounds.stale_bound.max(PROOF_WAIT_MIN)
     }
 
-    fn relist_after_stale_spell(&mut self, why: String) -> Vec<Effect> {
-        tracing::warn!("executor pod informer: {why}; relisting, and no snapshot until that list completes");
-        self.phase = Phase::Relisting { cause: RelistCause::StaleSpell };
+    /// The watch resumed behind a consistent read could not resume or catch up: relist. After a
+    /// stale spell nothing is served until the list completes; after a break, the old cache keeps
+    /// what the broken watch proved.
+    fn relist_after_resume(&mut self, why: String) -> Vec<Effect> {
+        let cause = match self.phase {
+            Phase::Resuming { after: ResumeCause::Break, .. } => RelistCause::Break,
+            _ => RelistCause::StaleSpell,
+        };
+        match cause {
+            RelistCause::StaleSpell => {
+                tracing::warn!("executor pod informer: {why}; relisting, and no snapshot until that list completes")
+            }
+            _ => tracing::warn!("executor pod informer: {why}; relisting"),
+        }
+        self.phase = Phase::Relisting { cause };
         self.relists += 1;
         self.watch = None;
         self.list_began = None;
@@ -516,6 +573,7 @@ impl InformerMachine {
             return Vec::new();
         };
         let clean_end = proves.filter(|at| *at > watch.began);
+        let renewal = watch.fresh_at.is_some() && clean_end.is_some();
         match (watch.fresh_at, clean_end) {
             (Some(_), Some(at)) => self.watch_end = self.watch_end.max(Some(at)),
             (None, Some(_)) => {
@@ -531,7 +589,10 @@ impl InformerMachine {
             }
             (_, None) => {}
         }
-        Vec::new()
+        match self.phase {
+            Phase::Watching { .. } if !renewal => self.resume_after_break(),
+            _ => Vec::new(),
+        }
     }
 
     fn event_applied(&mut self, now: Instant) {
@@ -562,8 +623,8 @@ impl InformerMachine {
             Phase::InitialList { strategy: InitialList::Auto } if unsupported => {
                 self.fall_back_from_streaming("the apiserver refused it")
             }
-            Phase::Resuming { .. } if status == Some(410) => {
-                self.relist_after_stale_spell("the watch cannot resume after the stale spell (410 Gone)".into())
+            Phase::Resuming { after, .. } if status == Some(410) => {
+                self.relist_after_resume(format!("the watch cannot resume {} (410 Gone)", after.describe()))
             }
             _ if status == Some(410) => {
                 // The resourceVersion cannot be resumed: relist (a consistent read). A watch that
@@ -578,8 +639,56 @@ impl InformerMachine {
                 self.watch = None;
                 vec![Effect::Relist]
             }
+            Phase::Watching { .. } => self.resume_after_break(),
             _ => Vec::new(),
         }
+    }
+
+    /// The watch failed, or ended other than as a clean renewal of a fresh watch: the next
+    /// connection may reach another apiserver, and one cut from etcd at our resourceVersion would
+    /// look fresh (its bookmarks are as new as the cache) while missing every change made since.
+    /// So the watch resumes behind a consistent read (one pod's page: only its resourceVersion
+    /// counts), which such an apiserver cannot answer, and proves nothing until it reaches it.
+    /// Meanwhile the cache keeps what the broken watch proved.
+    fn resume_after_break(&mut self) -> Vec<Effect> {
+        self.current_as_of = self.current_as_of(None).or(self.current_as_of);
+        tracing::info!(
+            "executor pod watch broke; resuming it from resourceVersion {} after a consistent read",
+            self.resource_version.as_deref().unwrap_or_default()
+        );
+        self.phase = Phase::Resuming { proof: ProofRead::Reading { began: None }, after: ResumeCause::Break };
+        self.watch = None;
+        vec![Effect::Relist]
+    }
+
+    /// A break whose resume has not proven the cache current for longer than the silence bound is
+    /// a stale spell, as the same silence while watching is (a 429 burst after a cut, an outage):
+    /// counted as one, and nothing is served until the resume catches up. The read or watch in
+    /// flight goes on.
+    fn break_outlasts_the_silence_bound(&mut self, proof: ProofRead, now: Instant) {
+        let known = self.current_as_of.expect("a resuming cache has listed");
+        let silent_for = now.saturating_duration_since(known);
+        if silent_for <= self.bounds.silence_bound {
+            return;
+        }
+        tracing::warn!(
+            "executor pod informer degraded: the watch broke and nothing has proven the cache current for {:.1}s \
+             (a healthy watch is silent {:.1}s at most); still resuming from resourceVersion {} after a consistent \
+             read, and no snapshot until it catches up",
+            silent_for.as_secs_f64(),
+            self.bounds.silence_bound.as_secs_f64(),
+            self.resource_version.as_deref().unwrap_or_default()
+        );
+        self.failed(
+            format!(
+                "no proof of a current cache for {:.1}s since the watch broke (silence bound {:.1}s)",
+                silent_for.as_secs_f64(),
+                self.bounds.silence_bound.as_secs_f64()
+            ),
+            now,
+        );
+        self.phase = Phase::Resuming { proof, after: ResumeCause::StaleSpell };
+        self.resumes += 1;
     }
 
     fn tick(&mut self, wire: Option<Instant>, now: Instant) -> Vec<Effect> {
@@ -590,7 +699,9 @@ impl InformerMachine {
         if let (Some(run), Some(wire)) = (&self.failures, wire) {
             let counts = match self.phase {
                 Phase::Watching { .. } => self.watch.and_then(|w| w.fresh_at).is_some_and(|fresh| wire >= fresh),
-                Phase::Resuming { .. } | Phase::Relisting { cause: RelistCause::StaleSpell } => false,
+                Phase::Resuming { .. } | Phase::Relisting { cause: RelistCause::StaleSpell | RelistCause::Break } => {
+                    false
+                }
                 Phase::InitialList { .. } | Phase::Relisting { .. } | Phase::Stopped => true,
             };
             if wire > run.last_at && counts {
@@ -606,8 +717,8 @@ impl InformerMachine {
                 );
                 self.failed(error, now);
                 self.list_began = None;
-                if self.resuming() {
-                    self.phase = Phase::Resuming { proof: ProofRead::Reading { began: None } };
+                if let Phase::Resuming { after, .. } = self.phase {
+                    self.phase = Phase::Resuming { proof: ProofRead::Reading { began: None }, after };
                     return vec![Effect::Relist];
                 }
                 if self.strategy == InitialList::Auto {
@@ -616,18 +727,23 @@ impl InformerMachine {
                 return vec![Effect::Relist];
             }
         }
-        if let Phase::Resuming { proof: ProofRead::Answered { revision, answered, .. } } = self.phase {
+        if let Phase::Resuming { proof: ProofRead::Answered { revision, answered, .. }, after } = self.phase {
             let wait = self.proof_wait();
             if now.saturating_duration_since(answered) > wait {
                 let ours = self.resource_version.clone().unwrap_or_default();
                 let why = format!(
-                    "the watch resumed after the stale spell did not reach the consistent read's resourceVersion \
-                     {revision} within {:.1}s (it is at {ours}): the apiserver serving it lags",
+                    "the watch resumed {} did not reach the consistent read's resourceVersion {revision} within \
+                     {:.1}s (it is at {ours}): the apiserver serving it lags",
+                    after.describe(),
                     wait.as_secs_f64()
                 );
                 self.failed(why.clone(), now);
-                return self.relist_after_stale_spell(why);
+                return self.relist_after_resume(why);
             }
+        }
+        if let Phase::Resuming { proof, after: ResumeCause::Break } = self.phase {
+            self.break_outlasts_the_silence_bound(proof, now);
+            return Vec::new();
         }
         let Phase::Watching { .. } = self.phase else {
             return Vec::new();
@@ -657,7 +773,8 @@ impl InformerMachine {
                     ),
                     now,
                 );
-                self.phase = Phase::Resuming { proof: ProofRead::Reading { began: None } };
+                self.phase =
+                    Phase::Resuming { proof: ProofRead::Reading { began: None }, after: ResumeCause::StaleSpell };
                 self.resumes += 1;
                 self.watch = None;
                 vec![Effect::Relist]
@@ -728,9 +845,12 @@ impl InformerMachine {
         match self.phase {
             Phase::Stopped => return Err(NotReady::Stopped),
             Phase::InitialList { .. } => return Err(NotReady::NeverSynced),
-            Phase::Resuming { .. } => return Err(NotReady::Resuming),
+            Phase::Resuming { after: ResumeCause::StaleSpell, .. } => return Err(NotReady::Resuming),
             Phase::Relisting { cause: RelistCause::StaleSpell } => return Err(NotReady::Relisting),
-            Phase::Watching { .. } | Phase::Relisting { cause: RelistCause::Gone } => {}
+            // After a break the cache serves what the broken watch proved, within the stale bound.
+            Phase::Watching { .. }
+            | Phase::Resuming { after: ResumeCause::Break, .. }
+            | Phase::Relisting { cause: RelistCause::Gone | RelistCause::Break } => {}
         }
         if let WatchAsOf::ResumedAfterSilence(known) = self.watch_as_of(wire) {
             return Err(NotReady::Stale { silent_for: now.saturating_duration_since(known) });
@@ -767,10 +887,20 @@ impl InformerMachine {
             };
         }
         if let Err(NotReady::Stale { silent_for }) = self.readiness(now, wire) {
+            // While resuming the apiserver may well answer: what is missing is the proof.
+            let what = match self.phase {
+                Phase::Resuming { proof: ProofRead::Reading { .. }, .. } => {
+                    "the consistent read a resumed watch must reach has not answered; the cache is unproven"
+                }
+                Phase::Resuming { .. } => {
+                    "the resumed watch has not reached the consistent read; the cache is unproven"
+                }
+                _ => "no response from the apiserver",
+            };
             return SyncState::Degraded {
                 since: SystemTime::now() - silent_for.saturating_sub(self.bounds.stale_bound),
                 last_error: format!(
-                    "no response from the apiserver for {:.1}s (stale bound {:.1}s, silence bound {:.1}s)",
+                    "{what} for {:.1}s (stale bound {:.1}s, silence bound {:.1}s)",
                     silent_for.as_secs_f64(),
                     self.bounds.stale_bound.as_secs_f64(),
                     self.bounds.silence_bound.as_secs_f64()
@@ -845,12 +975,13 @@ impl InformerMachine {
     }
 
     /// The requests to make next: a list (and the watch from its resourceVersion), or, while
-    /// resuming after a stale spell, the consistent read and the watch from the cache's.
+    /// resuming, the consistent read and the watch from the cache's.
     pub fn requests(&self) -> Requests {
         match (&self.phase, &self.resource_version) {
-            (Phase::Resuming { .. }, Some(rv)) => {
-                Requests::ProveThenResume { read: self.list_request(), resume_from: rv.clone() }
-            }
+            (Phase::Resuming { .. }, Some(rv)) => Requests::ProveThenResume {
+                read: ListRequest { method: ListMethod::ProofRead, from: ListFrom::MostRecent },
+                resume_from: rv.clone(),
+            },
             _ => Requests::List(self.list_request()),
         }
     }

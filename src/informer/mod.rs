@@ -78,7 +78,8 @@ pub struct HealthReport {
     pub has_synced: bool,
     /// What the informer does now (`watching`, `relisting after 410 Gone`, ...).
     pub phase: &'static str,
-    /// LIST requests sent (each page counts).
+    /// LIST requests sent (each page counts, and each consistent read of one pod that a resumed
+    /// watch must reach).
     pub lists: u64,
     /// Relists after the first: each follows a 410 Gone, or a stale spell after which the watch
     /// could not resume or catch up.

@@ -180,26 +180,19 @@ fn bytes_after_a_quiet_spell_longer_than_the_stale_bound_wait_for_the_watch_to_e
 }
 
 #[test]
-fn a_long_watch_whose_renewal_does_not_come_is_a_stale_spell_at_its_silence_bound() {
+fn a_failed_renewal_of_a_long_watch_resumes_behind_a_consistent_read_at_once() {
     let t0 = Instant::now();
     let mut m = watching_with(long_watch_bounds(), &[("p1", "1")], t0);
     let end = at(t0, 10_000);
     renew(&mut m, end, at(t0, 10_100));
     let wire = Some(end + Duration::from_millis(5));
-    // The renewal due at 20 s fails: no snapshot, and the failure shows.
+    // The renewal due at 20 s fails: the watch resumes behind a consistent read, not at the
+    // silence bound; no snapshot (proven as of 10 s), and the failure shows.
     let failed = Input::Failed { error: "connection refused".into(), status: None, lagging: false };
-    m.step(failed, at(t0, 20_000));
-    assert!(matches!(m.readiness(at(t0, 20_100), wire), Err(NotReady::AwaitingProof { .. })));
-    assert!(m.lister_snapshot(at(t0, 20_100), wire).is_err(), "a failed renewal proves nothing");
+    assert_eq!(m.step(failed, at(t0, 20_000)), vec![Effect::Relist]);
+    assert_eq!(m.readiness(at(t0, 20_100), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(10_100) }));
     assert_eq!(m.sync_state(at(t0, 20_100), wire).name(), "Degraded");
-    // Within the silence bound (11.67 s) the watch may still come back...
-    assert!(m.step(Input::Tick { wire }, at(t0, 21_600)).is_empty());
-    // ...past it the informer resumes after a consistent read, and the old cache never serves
-    // again until the watch catches up. (The renewal's answer at 10.005 s proved nothing: its
-    // watch had shown nothing as new as the cache yet.)
-    assert_eq!(m.readiness(at(t0, 21_700), wire), Err(NotReady::Stale { silent_for: Duration::from_millis(11_700) }));
-    assert_eq!(m.step(Input::Tick { wire }, at(t0, 21_700)), vec![Effect::Relist]);
-    assert_eq!(m.readiness(at(t0, 21_800), Some(at(t0, 21_750))), Err(NotReady::Resuming));
+    assert!(m.step(Input::Tick { wire }, at(t0, 21_700)).is_empty(), "resuming already");
 }
 
 #[test]
@@ -248,7 +241,7 @@ fn after_a_stale_spell_the_watch_resumes_and_nothing_is_served_until_it_catches_
     // ...past it at 6.1 s: the informer drops the watch, reads consistently, then resumes from 2.
     assert_eq!(m.step(Input::Tick { wire: Some(at(t0, 1000)) }, at(t0, 6100)), vec![Effect::Relist]);
     assert_eq!(m.phase().name(), "resuming after a stale spell");
-    let read = ListRequest { method: ListMethod::Paged(500), from: ListFrom::MostRecent };
+    let read = ListRequest { method: ListMethod::ProofRead, from: ListFrom::MostRecent };
     assert_eq!(m.requests(), Requests::ProveThenResume { read, resume_from: "2".into() });
     assert_eq!(m.sync_state(at(t0, 6100), None).name(), "Degraded");
     // The hole ends at 15 s; the read's bytes flow for seconds (a slow link) and change nothing.
@@ -519,31 +512,40 @@ fn a_list_that_outlives_its_timeout_is_abandoned_and_retried() {
 }
 
 #[test]
-fn failures_degrade_count_and_end_at_the_next_sign_of_life() {
+fn failures_degrade_count_and_end_only_when_the_resumed_watch_catches_up() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1")], t0);
     let refused = || Input::Failed { error: "connection refused".into(), status: None, lagging: false };
-    m.step(refused(), at(t0, 1000));
-    m.step(refused(), at(t0, 2000));
+    // The watch fails: it resumes behind a consistent read, whose first attempt is refused too.
+    assert_eq!(m.step(refused(), at(t0, 1000)), vec![Effect::Relist]);
+    assert_eq!(m.phase().name(), "resuming after a broken watch");
+    m.step(Input::ListBegan, at(t0, 1500));
+    assert!(m.step(refused(), at(t0, 2000)).is_empty(), "the read retries it, after its backoff");
     let SyncState::Degraded { consecutive_failures, last_error, .. } = m.sync_state(at(t0, 2000), None) else {
         panic!()
     };
     assert_eq!((consecutive_failures, last_error.as_str()), (2, "connection refused"));
     assert_eq!(m.errors(), 2);
-    // Reading, however often, changes nothing; a byte from before the failure ends nothing.
+    // Reading, however often, changes nothing; no byte ends the failure, whoever sent it.
     for _ in 0..3 {
         let _ = m.sync_state(at(t0, 2500), Some(at(t0, 500)));
         let _ = m.readiness(at(t0, 2500), Some(at(t0, 500)));
     }
-    m.step(Input::Tick { wire: Some(at(t0, 500)) }, at(t0, 2500));
-    assert_eq!(m.sync_state(at(t0, 2500), Some(at(t0, 500))).name(), "Degraded");
     m.step(Input::Tick { wire: Some(at(t0, 2600)) }, at(t0, 2700));
-    assert_eq!(m.sync_state(at(t0, 2700), Some(at(t0, 2600))), SyncState::Synced);
+    assert_eq!(m.sync_state(at(t0, 2700), Some(at(t0, 2600))).name(), "Degraded");
+    // Meanwhile the cache serves what the broken watch proved, within the stale bound.
     assert_eq!(m.readiness(at(t0, 2700), Some(at(t0, 2600))), Ok(()));
+    m.step(Input::ListBegan, at(t0, 2800));
+    m.step(done("5"), at(t0, 2900));
+    m.step(Input::WatchBegan, at(t0, 3000));
+    m.step(bookmark("5"), at(t0, 3100));
+    assert_eq!(m.sync_state(at(t0, 3100), Some(at(t0, 3100))), SyncState::Synced);
+    assert_eq!(m.readiness(at(t0, 7700), Some(at(t0, 7700))), Ok(()), "current as of the read (2.8 s) and on");
+    assert_eq!((m.relists(), m.resumes()), (0, 0), "a break is neither a relist nor a stale spell");
 }
 
 #[test]
-fn a_long_run_of_failures_while_watching_is_a_stale_spell_too() {
+fn a_long_run_of_failures_after_a_break_serves_the_old_cache_only_within_the_stale_bound() {
     let t0 = Instant::now();
     let mut m = watching(&[("p1", "1")], t0);
     for s in 1..=4 {
@@ -551,21 +553,23 @@ fn a_long_run_of_failures_while_watching_is_a_stale_spell_too() {
         m.step(refused, at(t0, s * 1000));
         assert!(m.step(Input::Tick { wire: Some(t0) }, at(t0, s * 1000 + 10)).is_empty());
     }
-    assert_eq!(m.step(Input::Tick { wire: Some(t0) }, at(t0, 5100)), vec![Effect::Relist]);
-    assert!(matches!(m.phase(), Phase::Resuming { .. }), "{:?}", m.phase());
+    assert!(matches!(m.phase(), Phase::Resuming { after: ResumeCause::Break, .. }), "{:?}", m.phase());
+    assert_eq!(m.readiness(at(t0, 4900), Some(t0)), Ok(()));
+    assert_eq!(m.readiness(at(t0, 5100), Some(t0)), Err(NotReady::Stale { silent_for: Duration::from_millis(5100) }));
     // The apiserver answers again: the read's bytes and the resumed watch's neither serve the old
     // cache nor end Degraded, until the watch reaches the read's resourceVersion.
     m.step(Input::ListBegan, at(t0, 6000));
     m.step(Input::Tick { wire: Some(at(t0, 6100)) }, at(t0, 6200));
     assert_eq!(m.sync_state(at(t0, 6200), Some(at(t0, 6100))).name(), "Degraded");
-    m.step(Input::Listed(pod("p1", "1", "Running")), at(t0, 6300));
     m.step(done("4"), at(t0, 6400));
     m.step(Input::WatchBegan, at(t0, 6500));
     m.step(bookmark("3"), at(t0, 6600));
     m.step(Input::Tick { wire: Some(at(t0, 6600)) }, at(t0, 6700));
     assert_eq!(m.sync_state(at(t0, 6700), Some(at(t0, 6600))).name(), "Degraded");
+    assert!(m.readiness(at(t0, 6700), Some(at(t0, 6600))).is_err());
     m.step(bookmark("4"), at(t0, 6800));
     assert_eq!(m.sync_state(at(t0, 6800), Some(at(t0, 6800))), SyncState::Synced);
+    assert_eq!(m.readiness(at(t0, 6800), Some(at(t0, 6800))), Ok(()));
 }
 
 #[test]
@@ -697,28 +701,25 @@ fn a_watch_that_ends_without_showing_the_caches_resource_version_proves_nothing_
     // Its answer's bytes prove nothing either.
     m.step(Input::Tick { wire: Some(at(t0, 4000)) }, at(t0, 4000));
     assert_eq!(m.current_as_of(Some(at(t0, 4000))), Some(t0));
-    m.step(Input::WatchEnded { proves: Some(at(t0, 10_010)) }, at(t0, 10_020));
+    assert_eq!(m.step(Input::WatchEnded { proves: Some(at(t0, 10_010)) }, at(t0, 10_020)), vec![Effect::Relist]);
     let SyncState::Degraded { last_error, .. } = m.sync_state(at(t0, 10_020), None) else {
         panic!("{:?}", m.sync_state(at(t0, 10_020), None))
     };
     assert!(last_error.contains("resourceVersion 542 or newer") && last_error.contains("lagging"), "{last_error}");
-    assert!(matches!(m.readiness(at(t0, 10_020), None), Err(NotReady::AwaitingProof { .. })), "not proven by it");
-    // The next watch is served fresh (the apiserver caught up): its bookmark ends the failure.
-    m.step(Input::WatchBegan, at(t0, 10_030));
+    assert!(matches!(m.readiness(at(t0, 10_020), None), Err(NotReady::Stale { .. })), "not proven by it");
+    // A consistent read, then a watch that reaches it (the apiserver caught up): the failure ends.
+    m.step(Input::ListBegan, at(t0, 10_030));
+    m.step(done("560"), at(t0, 10_500));
+    m.step(Input::WatchBegan, at(t0, 10_600));
     m.step(bookmark("560"), at(t0, 11_000));
     assert_eq!(m.sync_state(at(t0, 11_000), Some(at(t0, 11_000))), SyncState::Synced);
-    // Its bytes follow a quiet spell past the stale bound: only its clean end proves the cache.
-    assert!(matches!(m.readiness(at(t0, 11_000), Some(at(t0, 11_000))), Err(NotReady::AwaitingProof { .. })));
-    m.step(Input::WatchEnded { proves: Some(at(t0, 10_040)) }, at(t0, 11_100));
-    assert_eq!(m.readiness(at(t0, 11_100), Some(at(t0, 11_000))), Ok(()));
+    assert_eq!(m.readiness(at(t0, 11_000), Some(at(t0, 11_000))), Ok(()), "current as of the read");
 }
 
-/// The same, but what shows the caught-up apiserver fresh is the replay of the cache's last event
-/// (a watch resumes one revision before it), not a bookmark: that too ends the failure. Found by
-/// the HA test with watches of 30 s: health stayed `Degraded` until the next bookmark, 28 s on,
-/// although full snapshots flowed again (the tick's bytes came before the watch was marked fresh).
+/// A break when nothing changed since: the consistent read answers the cache's own
+/// resourceVersion, which ends the resume at once (no watch needs to show anything).
 #[test]
-fn a_replayed_event_that_shows_the_watch_fresh_ends_the_lagging_failure() {
+fn a_consistent_read_at_the_caches_resource_version_ends_the_resume_at_once() {
     let t0 = Instant::now();
     let mut m = InformerMachine::new(InitialList::WatchCache, long_watch_bounds(), SparkStateRules::default(), t0);
     m.step(Input::ListBegan, t0);
@@ -726,15 +727,14 @@ fn a_replayed_event_that_shows_the_watch_fresh_ends_the_lagging_failure() {
     m.step(done("540"), t0);
     m.step(Input::WatchBegan, at(t0, 10));
     m.step(Input::Applied(pod("p2", "542", "Running")), at(t0, 20));
-    m.step(Input::WatchEnded { proves: None }, at(t0, 30)); // the balancer closed it
-    m.step(Input::WatchBegan, at(t0, 40));
-    m.step(Input::WatchEnded { proves: Some(at(t0, 3040)) }, at(t0, 3050));
-    assert_eq!(m.sync_state(at(t0, 3050), None).name(), "Degraded", "a lagging apiserver's watch");
-    m.step(Input::WatchBegan, at(t0, 3060));
-    let wire = Some(at(t0, 3100));
-    assert!(m.step(Input::Applied(pod("p2", "542", "Running")), at(t0, 3110)).is_empty(), "a replay, not news");
-    m.step(Input::Tick { wire }, at(t0, 3200));
-    assert_eq!(m.sync_state(at(t0, 3200), wire), SyncState::Synced, "shown fresh by the replay");
+    assert_eq!(m.step(Input::WatchEnded { proves: None }, at(t0, 30)), vec![Effect::Relist], "the balancer closed it");
+    m.step(Input::ListBegan, at(t0, 40));
+    m.step(done("542"), at(t0, 50));
+    assert!(matches!(m.phase(), Phase::Watching { .. }), "{:?}", m.phase());
+    assert_eq!(m.sync_state(at(t0, 50), None), SyncState::Synced);
+    m.step(Input::WatchBegan, at(t0, 60));
+    assert!(m.step(Input::Applied(pod("p2", "542", "Running")), at(t0, 70)).is_empty(), "a replay, not news");
+    assert_eq!(m.readiness(at(t0, 100), Some(at(t0, 70))), Ok(()));
 }
 
 /// A 410 after a watch that never showed itself fresh (a lagging apiserver's): the old cache is
@@ -768,4 +768,102 @@ fn too_large_resource_version_is_a_failure_that_names_the_lagging_apiserver() {
     let SyncState::Degraded { last_error, .. } = m.sync_state(at(t0, 8200), None) else { panic!() };
     assert!(last_error.contains("older than ours (a lagging apiserver)"), "{last_error}");
     assert_eq!(m.readiness(at(t0, 8200), None), Err(NotReady::Resuming));
+}
+
+/// Issue 23's uncovered case: the balancer closes the informer's connection onto an apiserver cut
+/// from etcd at the informer's own resourceVersion. Its frozen watch cache is exactly as new as
+/// ours, so its bookmarks would show the resumed watch fresh, while pods are created through the
+/// other apiserver. The resume after a break waits for a consistent read, which it cannot answer.
+#[test]
+fn a_watch_resumed_after_a_break_onto_an_apiserver_frozen_at_ours_proves_nothing() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1"), ("p2", "2")], t0);
+    m.step(Input::Tick { wire: Some(at(t0, 900)) }, at(t0, 1000));
+    assert_eq!(m.step(Input::WatchEnded { proves: None }, at(t0, 1000)), vec![Effect::Relist]);
+    let read = ListRequest { method: ListMethod::ProofRead, from: ListFrom::MostRecent };
+    assert_eq!(m.requests(), Requests::ProveThenResume { read, resume_from: "2".into() });
+    assert_eq!(m.readiness(at(t0, 1100), None), Ok(()), "what the broken watch proved still serves");
+    // The frozen apiserver cannot answer a consistent read.
+    m.step(Input::ListBegan, at(t0, 1100));
+    let timeout = Input::Failed { error: "etcdserver: request timed out".into(), status: Some(504), lagging: false };
+    assert!(m.step(timeout, at(t0, 2100)).is_empty());
+    assert_eq!(m.sync_state(at(t0, 2100), None).name(), "Degraded");
+    // Had its watch been resumed instead, its bookmark at ours would have proved nothing.
+    m.step(Input::WatchBegan, at(t0, 2200));
+    m.step(bookmark("2"), at(t0, 3200));
+    m.step(Input::Tick { wire: Some(at(t0, 3200)) }, at(t0, 3300));
+    assert_eq!(m.sync_state(at(t0, 3300), Some(at(t0, 3200))).name(), "Degraded");
+    assert!(m.readiness(at(t0, 6000), Some(at(t0, 5900))).is_err(), "stale past the bound from 0.9 s");
+    // Through the other apiserver the read answers 20; the watch on the frozen one stays at 2.
+    m.step(Input::ListBegan, at(t0, 6000));
+    m.step(done("20"), at(t0, 6100));
+    m.step(Input::WatchBegan, at(t0, 6200));
+    m.step(bookmark("2"), at(t0, 7200));
+    assert!(m.readiness(at(t0, 7200), Some(at(t0, 7200))).is_err());
+    assert_eq!(m.step(Input::Tick { wire: Some(at(t0, 11_000)) }, at(t0, 11_200)), vec![Effect::Relist]);
+    assert_eq!(m.phase(), &Phase::Relisting { cause: RelistCause::Break });
+    m.step(Input::ListBegan, at(t0, 11_300));
+    m.step(Input::Listed(pod("p1", "1", "Running")), at(t0, 11_300));
+    m.step(Input::Listed(pod("p2", "2", "Running")), at(t0, 11_300));
+    m.step(Input::Listed(pod("p3", "15", "Pending")), at(t0, 11_300));
+    m.step(done("20"), at(t0, 11_400));
+    let (pods, _) = m.lister_snapshot(at(t0, 11_400), None).expect("current once relisted");
+    assert_eq!(names(&pods), ["p1", "p2", "p3"]);
+}
+
+/// A watch that ends cleanly at its timeout after showing itself fresh is a renewal, not a break:
+/// the next watch resumes at once, with no read.
+#[test]
+fn a_clean_renewal_of_a_fresh_watch_needs_no_consistent_read() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1")], t0);
+    assert!(m.step(Input::WatchEnded { proves: Some(at(t0, 3000)) }, at(t0, 3000)).is_empty());
+    assert!(matches!(m.phase(), Phase::Watching { .. }));
+    assert_eq!(m.requests(), Requests::List(m.list_request()));
+}
+
+/// A break whose resume proves nothing for longer than the silence bound (a cut followed by a
+/// burst of 429s, an outage) is a stale spell, as the same silence while watching is: counted
+/// once, and nothing served until the resumed watch catches up. A shorter one is not.
+#[test]
+fn a_break_that_outlasts_the_silence_bound_is_one_stale_spell() {
+    let t0 = Instant::now();
+    let mut m = watching(&[("p1", "1"), ("p2", "2")], t0);
+    let throttled = || Input::Failed { error: "Too Many Requests (429)".into(), status: Some(429), lagging: false };
+    assert_eq!(m.step(Input::WatchEnded { proves: None }, at(t0, 100)), vec![Effect::Relist], "cut");
+    for ms in (600..=4600).step_by(1000) {
+        m.step(Input::ListBegan, at(t0, ms));
+        assert!(m.step(throttled(), at(t0, ms + 50)).is_empty(), "the read retries in its own backoff");
+        assert!(m.step(Input::Tick { wire: None }, at(t0, ms + 100)).is_empty());
+    }
+    assert_eq!((m.phase().name(), m.resumes()), ("resuming after a broken watch", 0), "within the bound");
+    assert!(m.step(Input::Tick { wire: None }, at(t0, 5100)).is_empty(), "the read in flight goes on");
+    assert_eq!((m.phase().name(), m.resumes()), ("resuming after a stale spell", 1));
+    assert_eq!(m.readiness(at(t0, 5100), None), Err(NotReady::Resuming));
+    m.step(Input::Tick { wire: None }, at(t0, 6100));
+    assert_eq!(m.resumes(), 1, "one spell, however long");
+    m.step(Input::ListBegan, at(t0, 6200));
+    m.step(done("9"), at(t0, 6300));
+    m.step(Input::WatchBegan, at(t0, 6400));
+    m.step(Input::Applied(pod("p3", "9", "Pending")), at(t0, 6500));
+    assert_eq!(m.sync_state(at(t0, 6500), Some(at(t0, 6500))), SyncState::Synced);
+    let (pods, _) = m.lister_snapshot(at(t0, 6500), Some(at(t0, 6500))).expect("caught up");
+    assert_eq!(names(&pods), ["p1", "p2", "p3"]);
+    assert_eq!(m.relists(), 0);
+}
+
+/// A closed connection is no failure; a consistent read that then hangs (an apiserver cut from
+/// etcd) degrades health once the stale bound passes, naming the read, not a silent apiserver.
+#[test]
+fn a_hung_consistent_read_after_a_break_degrades_health_naming_the_read() {
+    let t0 = Instant::now();
+    let mut m = watching_with(long_watch_bounds(), &[("p1", "1")], t0);
+    assert_eq!(m.step(Input::WatchEnded { proves: None }, at(t0, 100)), vec![Effect::Relist]);
+    m.step(Input::ListBegan, at(t0, 200));
+    assert_eq!(m.sync_state(at(t0, 4_900), Some(at(t0, 4_900))), SyncState::Synced, "within the stale bound");
+    let SyncState::Degraded { last_error, .. } = m.sync_state(at(t0, 5_100), Some(at(t0, 5_000))) else {
+        panic!("{:?}", m.sync_state(at(t0, 5_100), None))
+    };
+    assert!(last_error.starts_with("the consistent read a resumed watch must reach has not answered"), "{last_error}");
+    assert!(m.lister_snapshot(at(t0, 5_100), Some(at(t0, 5_000))).is_err());
 }

@@ -9,8 +9,9 @@
 //!
 //! - no live pod is ever delivered as deleted (Spark removes such an executor at once);
 //! - no full snapshot lacks a live pod (missing-pod detection would remove it);
-//! - health is not `Synced` while only the lagging apiserver answers (from the silence bound on:
-//!   before that the informer cannot tell a held connection from a quiet one);
+//! - health is not `Synced` while only the lagging apiserver answers (from the silence bound on for
+//!   a held connection, which looks quiet until then; from the stale bound on for a closed one,
+//!   whose resume waits on a consistent read that b cannot answer);
 //! - within seconds of b catching up, a full snapshot has every pod and health is `Synced`.
 //!
 //! Quick by default (every case once); `HA_RUNS=N` repeats each case N times, `HA_CASE=auto:Close`
@@ -128,6 +129,36 @@ async fn listed_from_cache(plane: &LocalPlane, which: Apiserver, app: &str) -> u
     pods.list(&params).await.unwrap().items.len()
 }
 
+/// An informer of `app` through the balancer, as a driver with `missingPodDetectDelta=10s` (a stale
+/// bound of 5 s) and a lister round of 1 s would run it, started and synced with its `pods`.
+async fn synced_informer(
+    plane: &LocalPlane,
+    case: &str,
+    app: &str,
+    initial_list: Option<&str>,
+    watch_timeout: Option<&str>,
+    pods: u64,
+) -> (Settings, Arc<ExecutorPodInformer>) {
+    let mut conf = plane.spark_conf(Identity::Restricted, Route::LoadBalancer);
+    conf.insert("spark.kubernetes.executor.missingPodDetectDelta".into(), "10s".into());
+    conf.insert("spark.kubernetes.executor.listerPollingInterval".into(), "1s".into());
+    if let Some(initial_list) = initial_list {
+        conf.insert("spark.kubernetes.native.informer.initialList".into(), initial_list.into());
+    }
+    if let Some(timeout) = watch_timeout {
+        conf.insert("spark.kubernetes.native.informer.watchTimeout".into(), timeout.into());
+    }
+    let settings = Settings::from_spark_conf(&conf).unwrap();
+    let informer = Arc::new(ExecutorPodInformer::connect(&settings, app).await.unwrap());
+    informer.start().unwrap();
+    eventually(&format!("{case}: the first sync"), Duration::from_secs(60), || async {
+        let h = informer.health();
+        (h.state == SyncState::Synced && h.cache_size == pods as usize).then_some(())
+    })
+    .await;
+    (settings, informer)
+}
+
 /// One run of the scenario; panics naming what broke.
 async fn lagging_apiserver_scenario(
     plane: &LocalPlane,
@@ -140,22 +171,8 @@ async fn lagging_apiserver_scenario(
     let app = unique_app_id("ha");
     let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
     kubelet::create_executors(&pods, &app, 0..PODS, 16).await.unwrap();
-    let mut conf = plane.spark_conf(Identity::Restricted, Route::LoadBalancer);
-    conf.insert("spark.kubernetes.executor.missingPodDetectDelta".into(), "10s".into());
-    conf.insert("spark.kubernetes.executor.listerPollingInterval".into(), "1s".into());
-    conf.insert("spark.kubernetes.native.informer.initialList".into(), initial_list.into());
-    if let Some(timeout) = watch_timeout {
-        conf.insert("spark.kubernetes.native.informer.watchTimeout".into(), timeout.into());
-    }
-    let settings = Settings::from_spark_conf(&conf).unwrap();
+    let (settings, informer) = synced_informer(plane, &case, &app, Some(initial_list), watch_timeout, PODS).await;
     let silence_bound = settings.informer.silence_bound();
-    let informer = Arc::new(ExecutorPodInformer::connect(&settings, &app).await.unwrap());
-    informer.start().unwrap();
-    eventually(&format!("{case}: the first sync"), Duration::from_secs(60), || async {
-        let h = informer.health();
-        (h.state == SyncState::Synced && h.cache_size == PODS as usize).then_some(())
-    })
-    .await;
     let spark = SparkSide::start(informer.clone());
 
     plane.cut_from_etcd(Apiserver::B);
@@ -172,11 +189,13 @@ async fn lagging_apiserver_scenario(
 
     let switched = Instant::now();
     plane.route_to(Apiserver::B, existing);
-    // The informer must notice within the silence bound; a closed connection, within the short
-    // watch that follows it (3 s), however long watches are (plus slack: a tick, a 2-core machine).
+    // The informer must notice within the silence bound; a closed connection, within the stale
+    // bound, however long watches are: the resume's consistent read hangs on b (cut from etcd) and
+    // shows nothing, so the cache goes unproven when what the broken watch proved is older than
+    // that (plus slack: a tick, a 2-core machine).
     let notice_within = match existing {
         Existing::Hold => silence_bound,
-        Existing::Close => Duration::from_secs(3),
+        Existing::Close => settings.informer.stale_bound,
     } + Duration::from_secs(3);
     let noticed = eventually(&format!("{case}: health leaves Synced"), notice_within, || async {
         (informer.health().state != SyncState::Synced).then(Instant::now)
@@ -260,21 +279,8 @@ async fn frozen_at_ours_scenario(plane: &LocalPlane, watch_timeout: Option<&str>
     let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
     const FIRST: u64 = 50;
     kubelet::create_executors(&pods, &app, 0..FIRST, 16).await.unwrap();
-    let mut conf = plane.spark_conf(Identity::Restricted, Route::LoadBalancer);
-    conf.insert("spark.kubernetes.executor.missingPodDetectDelta".into(), "10s".into());
-    conf.insert("spark.kubernetes.executor.listerPollingInterval".into(), "1s".into());
-    if let Some(timeout) = watch_timeout {
-        conf.insert("spark.kubernetes.native.informer.watchTimeout".into(), timeout.into());
-    }
-    let settings = Settings::from_spark_conf(&conf).unwrap();
+    let (settings, informer) = synced_informer(plane, &case, &app, None, watch_timeout, FIRST).await;
     let stale_bound = settings.informer.stale_bound;
-    let informer = Arc::new(ExecutorPodInformer::connect(&settings, &app).await.unwrap());
-    informer.start().unwrap();
-    eventually(&format!("{case}: the first sync"), Duration::from_secs(60), || async {
-        let h = informer.health();
-        (h.state == SyncState::Synced && h.cache_size == FIRST as usize).then_some(())
-    })
-    .await;
     let spark = SparkSide::start(informer.clone());
 
     plane.cut_from_etcd(Apiserver::B);

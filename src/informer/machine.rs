@@ -662,31 +662,27 @@ impl InformerMachine {
     }
 
     /// A break whose resume has not proven the cache current for longer than the silence bound is
-    /// a stale spell, as the same silence while watching is (a 429 burst after a cut, an outage):
-    /// counted as one, and nothing is served until the resume catches up. The read or watch in
-    /// flight goes on.
+    /// a stale spell, as the same silence while watching is (a 429 burst after a cut, an outage).
+    /// The read or watch in flight goes on.
     fn break_outlasts_the_silence_bound(&mut self, proof: ProofRead, now: Instant) {
         let known = self.current_as_of.expect("a resuming cache has listed");
         let silent_for = now.saturating_duration_since(known);
-        if silent_for <= self.bounds.silence_bound {
-            return;
+        if silent_for > self.bounds.silence_bound {
+            self.stale_spell("the watch broke and nothing has proven the cache current", silent_for, proof, now);
         }
+    }
+
+    /// A silence longer than the silence bound: the cache is stale. Counted and shown; the watch
+    /// resumes behind a consistent read (`proof`, the one in flight if any), and nothing is served
+    /// until it catches up.
+    fn stale_spell(&mut self, what: &str, silent_for: Duration, proof: ProofRead, now: Instant) {
+        let (silent, bound) = (silent_for.as_secs_f64(), self.bounds.silence_bound.as_secs_f64());
         tracing::warn!(
-            "executor pod informer degraded: the watch broke and nothing has proven the cache current for {:.1}s \
-             (a healthy watch is silent {:.1}s at most); still resuming from resourceVersion {} after a consistent \
-             read, and no snapshot until it catches up",
-            silent_for.as_secs_f64(),
-            self.bounds.silence_bound.as_secs_f64(),
+            "executor pod informer degraded: {what} for {silent:.1}s (a healthy watch is silent {bound:.1}s at most); \
+             resuming the watch from resourceVersion {} after a consistent read, and no snapshot until it catches up",
             self.resource_version.as_deref().unwrap_or_default()
         );
-        self.failed(
-            format!(
-                "no proof of a current cache for {:.1}s since the watch broke (silence bound {:.1}s)",
-                silent_for.as_secs_f64(),
-                self.bounds.silence_bound.as_secs_f64()
-            ),
-            now,
-        );
+        self.failed(format!("{what} for {silent:.1}s (silence bound {bound:.1}s)"), now);
         self.phase = Phase::Resuming { proof, after: ResumeCause::StaleSpell };
         self.resumes += 1;
     }
@@ -757,25 +753,7 @@ impl InformerMachine {
             }
             WatchAsOf::Current(as_of) | WatchAsOf::ResumedAfterSilence(as_of) => {
                 let silent_for = now.saturating_duration_since(self.alive_as_of(as_of));
-                tracing::warn!(
-                    "executor pod informer degraded: no response from the apiserver for {:.1}s (a healthy watch is \
-                     silent {:.1}s at most); resuming the watch from resourceVersion {} after a consistent read, and \
-                     no snapshot until it catches up",
-                    silent_for.as_secs_f64(),
-                    self.bounds.silence_bound.as_secs_f64(),
-                    self.resource_version.as_deref().unwrap_or_default()
-                );
-                self.failed(
-                    format!(
-                        "no response from the apiserver for {:.1}s (silence bound {:.1}s)",
-                        silent_for.as_secs_f64(),
-                        self.bounds.silence_bound.as_secs_f64()
-                    ),
-                    now,
-                );
-                self.phase =
-                    Phase::Resuming { proof: ProofRead::Reading { began: None }, after: ResumeCause::StaleSpell };
-                self.resumes += 1;
+                self.stale_spell("no response from the apiserver", silent_for, ProofRead::Reading { began: None }, now);
                 self.watch = None;
                 vec![Effect::Relist]
             }

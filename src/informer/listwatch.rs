@@ -66,8 +66,8 @@ pub struct ListRequest {
 pub enum Requests {
     /// A list, then the watch from its resourceVersion.
     List(ListRequest),
-    /// After a stale spell or a break: a consistent read, then the watch resumed after `resume_from` (the
-    /// cache's resourceVersion), so that it replays every change since.
+    /// After a stale spell or a break: a consistent read, then the watch resumed after
+    /// `resume_from` (the cache's resourceVersion), so that it replays every change since.
     ProveThenResume { read: ListRequest, resume_from: String },
 }
 

@@ -548,16 +548,11 @@ impl InformerMachine {
     /// stale spell nothing is served until the list completes; after a break, the old cache keeps
     /// what the broken watch proved.
     fn relist_after_resume(&mut self, why: String) -> Vec<Effect> {
-        let cause = match self.phase {
-            Phase::Resuming { after: ResumeCause::Break, .. } => RelistCause::Break,
-            _ => RelistCause::StaleSpell,
+        let (cause, meanwhile) = match self.phase {
+            Phase::Resuming { after: ResumeCause::Break, .. } => (RelistCause::Break, ""),
+            _ => (RelistCause::StaleSpell, ", and no snapshot until that list completes"),
         };
-        match cause {
-            RelistCause::StaleSpell => {
-                tracing::warn!("executor pod informer: {why}; relisting, and no snapshot until that list completes")
-            }
-            _ => tracing::warn!("executor pod informer: {why}; relisting"),
-        }
+        tracing::warn!("executor pod informer: {why}; relisting{meanwhile}");
         self.phase = Phase::Relisting { cause };
         self.relists += 1;
         self.watch = None;

@@ -109,7 +109,8 @@ public record ConnectionProbes(List<Long> begunAt, List<Attempt> attempts, long 
     }
   }
 
-  private static boolean refusedFast(Attempt attempt) {
+  /** Refused within 200 ms: what "refused at once" means in the node tests. */
+  static boolean refusedFast(Attempt attempt) {
     return attempt.outcome().equals("refused") && attempt.millis() < 200;
   }
 

@@ -37,6 +37,21 @@ node-up:
 node-down:
 	scripts/plane.sh node-down
 
+# One node test against this tree, on the cluster of `make node-up` (root):
+# make node-test TEST=DynamicAllocationTest [NATIVE_FIRST=true|false]
+# Builds the x86_64 library and puts the artifacts where the node tests'
+# --packages install them from, as `make test` does, without its tests.
+.PHONY: node-test
+node-test:
+	scripts/native-build.sh $$(uname -m)
+	cd java && mvn -B -ntp -q deploy -DskipTests -Dmaven.install.skip=true \
+	  -DaltDeploymentRepository=local::file://$(CURDIR)/target/maven-repository -Dnative.dir=$(CURDIR)/target/native
+	cd java && ../scripts/plane.sh exec -- mvn -o -B -pl spark-k8s-native_2.13 test -Dtest=$(TEST) \
+	  -Dtest.groups=node -Dtest.excludedGroups=none -Dnative.dir=$(CURDIR)/target/native \
+	  -Dtest.maven.repository=file://$(CURDIR)/target/maven-repository \
+	  -Dtest.plane.env=$(CURDIR)/target/localplane-node/plane.env -Dtest.jvm.options=-Xcheck:jni \
+	  $(if $(NATIVE_FIRST),-Dnode.nativeFirst=$(NATIVE_FIRST))
+
 # The same lint as CI (scripts/test.sh runs it); JAVA_FORMAT_CHECK=0 skips the Java check.
 lint:
 	scripts/lint.sh

@@ -447,7 +447,8 @@ fn prepare(
     let app_id = required_string(env, app_id, "applicationId")?;
     logs::install();
     let settings = Settings::from_spark_conf(&conf)?;
-    // The app id is validated by the core's connect, the one place that does.
+    // The app id is validated by the core part it is for (the informer's and the Service
+    // controller's connect each call settings::validate_app_id), not here.
     let runtime =
         RuntimeLease::acquire().map_err(|e| JniError::IllegalState(format!("cannot start the native runtime: {e}")))?;
     Ok((settings, app_id, runtime))

@@ -201,6 +201,37 @@ pub struct ServiceCounters {
     pub last_error: Mutex<Option<String>>,
 }
 
+/// How the executor Services are doing (their failures never stop the informer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceHealth {
+    pub created: u64,
+    pub repaired: u64,
+    /// Services of our names that another tool made, left alone.
+    pub foreign: u64,
+    pub deleted: u64,
+    pub errors: u64,
+    pub last_error: Option<String>,
+    /// Requests sent for Services so far (every attempt).
+    pub requests: u64,
+    /// Most requests for Services in flight at once so far.
+    pub peak_in_flight: u64,
+}
+
+impl ServiceCounters {
+    pub fn health(&self) -> ServiceHealth {
+        ServiceHealth {
+            created: self.created.load(Ordering::Relaxed),
+            repaired: self.repaired.load(Ordering::Relaxed),
+            foreign: self.foreign.load(Ordering::Relaxed),
+            deleted: self.deleted.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+            last_error: self.last_error.lock().clone(),
+            requests: self.requests.load(Ordering::Relaxed),
+            peak_in_flight: self.peak_in_flight.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// Ensures and deletes the executor Services of one app.
 pub struct ExecutorServices {
     client: kube::Client,
@@ -510,6 +541,12 @@ fn transient(error: &kube::Error) -> bool {
     }
 }
 
+/// The one retry policy of Service writes: the informer's (kube's watcher
+/// backoff, as client-go's: 0.8 s doubling to 30 s, jittered).
+fn retry_backoff() -> kube::runtime::watcher::DefaultBackoff {
+    kube::runtime::watcher::DefaultBackoff::default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -713,41 +750,4 @@ mod tests {
             vec!["delete"]
         );
     }
-}
-
-/// How the executor Services are doing (their failures never stop the informer).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServiceHealth {
-    pub created: u64,
-    pub repaired: u64,
-    /// Services of our names that another tool made, left alone.
-    pub foreign: u64,
-    pub deleted: u64,
-    pub errors: u64,
-    pub last_error: Option<String>,
-    /// Requests sent for Services so far (every attempt).
-    pub requests: u64,
-    /// Most requests for Services in flight at once so far.
-    pub peak_in_flight: u64,
-}
-
-impl ServiceCounters {
-    pub fn health(&self) -> ServiceHealth {
-        ServiceHealth {
-            created: self.created.load(Ordering::Relaxed),
-            repaired: self.repaired.load(Ordering::Relaxed),
-            foreign: self.foreign.load(Ordering::Relaxed),
-            deleted: self.deleted.load(Ordering::Relaxed),
-            errors: self.errors.load(Ordering::Relaxed),
-            last_error: self.last_error.lock().clone(),
-            requests: self.requests.load(Ordering::Relaxed),
-            peak_in_flight: self.peak_in_flight.load(Ordering::Relaxed),
-        }
-    }
-}
-
-/// The one retry policy of Service writes: the informer's (kube's watcher
-/// backoff, as client-go's: 0.8 s doubling to 30 s, jittered).
-fn retry_backoff() -> kube::runtime::watcher::DefaultBackoff {
-    kube::runtime::watcher::DefaultBackoff::default()
 }

@@ -1,9 +1,10 @@
 package org.sparkk8snative;
 
 /**
- * Every native method of the library, in one place. Each converts and delegates to the Rust core;
- * errors come back as {@link IllegalArgumentException} (a bad argument or setting, named), {@link
- * IllegalStateException} (misuse: a closed handle, a second start) or {@link
+ * The native methods of the informer and the executor Services (the library's own, its version,
+ * wire version and native memory, are {@link NativeLibrary}'s). Each converts and delegates to the
+ * Rust core; errors come back as {@link IllegalArgumentException} (a bad argument or setting,
+ * named), {@link IllegalStateException} (misuse: a closed handle, a second start) or {@link
  * SparkK8sNativeException}. Handles are ids, so a stale handle is an exception, never a crash.
  */
 final class NativeBridge {

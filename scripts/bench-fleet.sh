@@ -36,6 +36,23 @@ phase "start a dedicated local control plane"
 dir="$root/target/localplane-fleet"
 start_plane "$bin" "$dir"
 
+# The load apart from what measures it: the control plane (apiserver, etcd in
+# the launcher, controller manager) and this JVM (the churn and the other
+# client) on CPU 0, the drivers' JVMs on the other CPUs, by CPU affinity, so
+# that what the fleet does to everybody else measures the apiserver, not two
+# cores shared with the drivers. BENCH_FLEET_CPUS=shared turns it off.
+if [[ "${BENCH_FLEET_CPUS:-apart}" == apart && $(nproc) -ge 2 ]]; then
+  plane_pid=$(sed -n 's/^LOCALPLANE_PID=//p' "$dir/plane.env")
+  pids=("$plane_pid")
+  for ((i = 0; i < ${#pids[@]}; i++)); do
+    mapfile -t -O "${#pids[@]}" pids < <(pgrep -P "${pids[$i]}" || true)
+  done
+  for pid in "${pids[@]}"; do taskset -a -p -c 0 "$pid" > /dev/null; done
+  export FLEET_DRIVERS_CPUS="1-$(($(nproc) - 1))"
+  java_runner=(taskset -c 0)
+  echo "control plane (${#pids[@]} processes) and the benchmark on CPU 0, drivers on CPUs $FLEET_DRIVERS_CPUS"
+fi
+
 phase "fleet benchmark ($mode)"
 spark_java "$dir/plane.env" "$classes/test:$classes/main:$(cat java/target/bench.classpath)" \
   org.sparkk8snative.bench.FleetBenchmark "$mode" "$markdown" "$chart" "$readme"

@@ -35,6 +35,9 @@ import java.util.stream.Stream;
  * plays the kubelet for executor pods, with Spark's labels.
  */
 public final class TestPlane {
+  /** The restricted identity's user name ({@code restrictedUser} in tests/localplane/plane.go). */
+  public static final String RESTRICTED_USER = "spark-driver";
+
   private static TestPlane shared;
   private static final AtomicInteger COUNTER = new AtomicInteger();
   private static final AtomicInteger PLANES = new AtomicInteger();

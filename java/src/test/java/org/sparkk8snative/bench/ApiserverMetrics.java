@@ -14,6 +14,8 @@ final class ApiserverMetrics {
   private static final Pattern LINE = Pattern.compile("^(\\w+)\\{([^}]*)\\} (\\S+)$");
   private static final Pattern UNLABELLED = Pattern.compile("^(\\w+) (\\S+)$");
   private static final Pattern LABEL = Pattern.compile("(\\w+)=\"([^\"]*)\"");
+  private static final Pattern LIST_OBJECTS =
+      Pattern.compile("apiserver_storage_list_(fetched|evaluated|returned)_objects_total");
 
   /** verb -> requests completed. */
   final Map<String, Double> completed = new HashMap<>();
@@ -35,6 +37,22 @@ final class ApiserverMetrics {
 
   /** Requests the apiserver made to etcd since it started, every resource and operation. */
   double etcdRequests;
+
+  /**
+   * Seconds the apiserver spent executing requests of the drivers' own flow ({@link
+   * #DRIVERS_FLOW}), as API Priority and Fairness measures them: a request's whole handling, a
+   * watch's up to its initialization (its events are not a request's execution).
+   */
+  double driversExecutionSeconds;
+
+  /** Requests of the drivers' own flow that API Priority and Fairness dispatched. */
+  double driversDispatched;
+
+  /** Pods the apiserver's LISTs fetched from storage (or its watch cache), evaluated, returned. */
+  final Map<String, Double> podListObjects = new HashMap<>();
+
+  /** The FlowSchema and priority level the fleet benchmark gives the drivers' identity. */
+  static final String DRIVERS_FLOW = "spark-drivers";
 
   static ApiserverMetrics scrape(PlaneHttp http) {
     ApiserverMetrics m = new ApiserverMetrics();
@@ -67,6 +85,18 @@ final class ApiserverMetrics {
       }
       if (metric.equals("etcd_requests_total")) {
         m.etcdRequests += value;
+      }
+      if (DRIVERS_FLOW.equals(labels.get("flow_schema"))) {
+        switch (metric) {
+          case "apiserver_flowcontrol_request_execution_seconds_sum" ->
+              m.driversExecutionSeconds += value;
+          case "apiserver_flowcontrol_dispatched_requests_total" -> m.driversDispatched += value;
+          default -> {}
+        }
+      }
+      Matcher listObjects = LIST_OBJECTS.matcher(metric);
+      if (listObjects.matches() && "pods".equals(labels.get("resource"))) {
+        m.podListObjects.merge(listObjects.group(1), value, Double::sum);
       }
       boolean namespacedPods =
           "pods".equals(labels.get("resource"))

@@ -1,6 +1,8 @@
 package org.sparkk8snative.bench;
 
+import io.fabric8.kubernetes.api.model.PodList;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -21,6 +23,7 @@ import java.util.stream.Stream;
 import org.apache.spark.SparkConf;
 import org.sparkk8snative.TestPlane;
 import org.sparkk8snative.spark.NativeListerSnapshotSource;
+import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * One contender in a JVM of its own, the way a driver would run it, so that heap, RSS and CPU are
@@ -255,6 +258,8 @@ public final class ContenderProcess {
       emit("first." + size + ".listBytes", bytes);
     }
 
+    measureStoreFloor(http, pods + PlaneHttp.executorSelector(BenchmarkPlan.appId(plan.largest())));
+
     // A raw watch of the steady-state pods: the patches' floor.
     String list =
         http.get(pods + PlaneHttp.executorSelector(BenchmarkPlan.STEADY_APP) + "&limit=1");
@@ -281,7 +286,8 @@ public final class ContenderProcess {
             .body();
     Thread reader =
         new Thread(
-            () ->
+            () -> {
+              try {
                 events.forEach(
                     line -> {
                       long now = System.nanoTime();
@@ -290,7 +296,11 @@ public final class ContenderProcess {
                         latencies.putIfAbsent(
                             Integer.parseInt(m.group(1)), now - Long.parseLong(m.group(2)));
                       }
-                    }),
+                    });
+              } catch (java.io.UncheckedIOException closedWhenDone) {
+                // events.close() below ends the watch once the latencies are in
+              }
+            },
             "bench-raw-watch");
     reader.setDaemon(true);
     reader.start();
@@ -304,6 +314,26 @@ public final class ContenderProcess {
     }
     emitLatencies(latencies);
     events.close();
+  }
+
+  /**
+   * The floor of a driver's memory for its pods: Spark's own store holding them, the JVM heap every
+   * contender needs. The pods of the largest list, decoded as Spark's fabric8 decodes them, without
+   * {@code managedFields} (Spark never reads them; a source that keeps them pays for them), handed
+   * to the same store the contenders feed, and counted the same way: heap retained after GC.
+   */
+  private void measureStoreFloor(PlaneHttp http, String list) {
+    // Timed too: a LIST decoded into fabric8's model, what any source's first view must at least
+    // do before Spark can hold the pods (the raw LIST decodes nothing).
+    long began = System.nanoTime();
+    PodList listed = new KubernetesSerialization().unmarshal(http.get(list), PodList.class);
+    emit("first." + plan.largest() + ".decodedListMs", millis(System.nanoTime() - began));
+    listed.getItems().forEach(pod -> pod.getMetadata().setManagedFields(null));
+    MeasuringStore store = new MeasuringStore(listed.getItems().size());
+    store.replaceSnapshot(CollectionConverters.asScala(listed.getItems()).toSeq());
+    listed = null; // only the store may hold the pods now
+    emit("heap.storeFloorBytes", heapAfterGc() - baselineHeap);
+    store.stop();
   }
 
   private void emitLatencies(Map<Integer, Long> latencies) {

@@ -62,6 +62,7 @@ public final class FleetBenchmark {
     FleetPlan plan = args[0].equals("quick") ? FleetPlan.quick() : FleetPlan.full();
     FleetBenchmark bench = new FleetBenchmark(plan);
     long began = System.nanoTime();
+    bench.attributeTheDriversTheirOwnFlow();
     bench.populate();
     for (int rep = 1; rep <= plan.repetitions(); rep++) {
       List<String> order = new ArrayList<>();
@@ -94,6 +95,52 @@ public final class FleetBenchmark {
       System.exit(1);
     }
     System.exit(0);
+  }
+
+  /**
+   * Gives the drivers' identity (the plane's restricted user, which every contender's drivers and
+   * nothing else use) a FlowSchema and priority level of their own, so that API Priority and
+   * Fairness measures the apiserver's time serving them, with no baseline to subtract. Its share of
+   * concurrency is the global default's, so the drivers are served as before.
+   */
+  private void attributeTheDriversTheirOwnFlow() {
+    String flow = ApiserverMetrics.DRIVERS_FLOW;
+    admin
+        .resource(
+            """
+            apiVersion: flowcontrol.apiserver.k8s.io/v1
+            kind: PriorityLevelConfiguration
+            metadata: {name: %s}
+            spec:
+              type: Limited
+              limited:
+                nominalConcurrencyShares: 20
+                limitResponse:
+                  type: Queue
+                  queuing: {queues: 128, handSize: 6, queueLengthLimit: 50}
+            """
+                .formatted(flow))
+        .serverSideApply();
+    admin
+        .resource(
+            """
+            apiVersion: flowcontrol.apiserver.k8s.io/v1
+            kind: FlowSchema
+            metadata: {name: %s}
+            spec:
+              priorityLevelConfiguration: {name: %s}
+              matchingPrecedence: 500
+              distinguisherMethod: {type: ByUser}
+              rules:
+              - subjects: [{kind: User, user: {name: %s}}]
+                resourceRules:
+                - {verbs: ["*"], apiGroups: ["*"], resources: ["*"], namespaces: ["*"], clusterScope: true}
+                nonResourceRules:
+                - {verbs: ["*"], nonResourceURLs: ["*"]}
+            """
+                .formatted(flow, flow, TestPlane.RESTRICTED_USER))
+        .serverSideApply();
+    progress("the drivers' identity (" + TestPlane.RESTRICTED_USER + ") has its own flow: " + flow);
   }
 
   private void populate() {
@@ -183,11 +230,26 @@ public final class FleetBenchmark {
               - other.bytes(verb));
     }
     figures.put("bytes.watchEvents", after.podWatchEventBytes - before.podWatchEventBytes);
+    // The drivers' own: their identity has a flow of its own (attributeTheDriversTheirOwnFlow).
+    figures.put(
+        "flow.executionSeconds", after.driversExecutionSeconds - before.driversExecutionSeconds);
+    figures.put("flow.dispatched", after.driversDispatched - before.driversDispatched);
+    for (String stage : List.of("fetched", "evaluated", "returned")) {
+      figures.put(
+          "listObjects." + stage,
+          after.podListObjects.getOrDefault(stage, 0.0)
+              - before.podListObjects.getOrDefault(stage, 0.0));
+    }
     other.report(figures);
   }
 
   private Process startDrivers(String contender, int drivers) throws IOException {
-    List<String> command = SnapshotSourcesBenchmark.jvmLike(FleetDrivers.class);
+    List<String> command = new ArrayList<>();
+    String cpus = driversCpus();
+    if (!cpus.isEmpty()) {
+      command.addAll(List.of("taskset", "-c", cpus));
+    }
+    command.addAll(SnapshotSourcesBenchmark.jvmLike(FleetDrivers.class));
     command.add(contender);
     command.add(Integer.toString(drivers));
     command.add(Integer.toString(plan.executorsPerDriver()));
@@ -195,6 +257,14 @@ public final class FleetBenchmark {
     // Starts spread over half a polling interval at most, as drivers of a fleet start apart.
     command.add(Long.toString(Math.min(10_000, plan.pollingSeconds() * 500)));
     return new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+  }
+
+  /**
+   * The CPUs the drivers' JVMs are pinned to, apart from the control plane's (set by
+   * scripts/bench-fleet.sh), or empty when every process shares every CPU.
+   */
+  static String driversCpus() {
+    return System.getenv().getOrDefault("FLEET_DRIVERS_CPUS", "");
   }
 
   /** Reads {@code BENCH key value} figures until {@code BENCH READY} or the end of the output. */

@@ -3,7 +3,8 @@
 //!
 //! - time to first sync for 1k / 5k / 10k executor pods, next to a raw LIST;
 //! - change -> event latency over status patches, next to a raw watch;
-//! - cache bytes per pod, with and without managedFields.
+//! - cache bytes per pod, with and without managedFields, and as the cache holds
+//!   them (compressed), with the CPU that costs per pod next to encoding it.
 //!
 //! `cargo bench --bench informer` (or `make bench-informer`); `BENCH_QUICK=1`
 //! for a small run. Writes its section of BENCHMARKS.md.
@@ -22,12 +23,58 @@ use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use parking_lot::Mutex;
 use spark_k8s_native::informer::ExecutorPodInformer;
 use spark_k8s_native::labels::executor_selector;
+use spark_k8s_native::pod::{JsonDictionary, PodJson};
 use spark_k8s_native::settings::Settings;
 use support::kubelet::{self, PodPhase};
 use support::{unique_app_id, Identity, LocalPlane, PlaneOptions, Route};
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// What holding pods compressed costs in CPU, next to what the cache already spends on each pod:
+/// encoding its JSON (on every event and every listed pod) against compressing it (the same) and
+/// decompressing it (each time the JVM is sent the pod). Nanoseconds per pod over every listed pod,
+/// 5 rounds: median (min-max).
+fn json_cpu_per_pod(items: &[Pod]) -> String {
+    let stripped: Vec<Pod> = items
+        .iter()
+        .map(|p| {
+            let mut p = p.clone();
+            p.metadata.managed_fields = None;
+            p
+        })
+        .collect();
+    let per_pod = |d: Duration| d.as_nanos() as f64 / stripped.len() as f64;
+    let (mut encode, mut compress, mut decompress) = (vec![], vec![], vec![]);
+    for _ in 0..5 {
+        let began = Instant::now();
+        let jsons: Vec<Vec<u8>> = stripped.iter().map(|p| serde_json::to_vec(p).unwrap()).collect();
+        encode.push(per_pod(began.elapsed()));
+        let dictionary = JsonDictionary::default();
+        let began = Instant::now();
+        let held: Vec<PodJson> = jsons.iter().map(|j| PodJson::new(j, &dictionary)).collect();
+        compress.push(per_pod(began.elapsed()));
+        let mut frame = Vec::new();
+        let began = Instant::now();
+        for json in &held {
+            frame.clear();
+            json.append_to(&mut frame);
+        }
+        decompress.push(per_pod(began.elapsed()));
+    }
+    let spread = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        format!("{:.0} ns ({:.0}-{:.0})", v[v.len() / 2], v[0], v[v.len() - 1])
+    };
+    format!(
+        "CPU per pod ({} pods, 5 rounds): encoding its JSON (what the cache already does per event) {}, \
+         compressing it {}, decompressing it into a frame {}.",
+        stripped.len(),
+        spread(&mut encode),
+        spread(&mut compress),
+        spread(&mut decompress)
+    )
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -128,9 +175,19 @@ async fn main() {
         eprintln!("[bench] sync {n}: done");
     }
 
-    // 3. Cache bytes per pod, with and without managedFields.
+    // 3. Cache bytes per pod: the JSON with managedFields, without (what the JVM receives), and
+    // what the cache holds of it (compressed).
     let list = pods.list(&ListParams::default().labels(&executor_selector(&app)).match_any()).await.unwrap();
     let with_mf: usize = list.items.iter().map(|p| serde_json::to_vec(p).unwrap().len()).sum();
+    let without_mf: usize = list
+        .items
+        .iter()
+        .map(|p| {
+            let mut p = p.clone();
+            p.metadata.managed_fields = None;
+            serde_json::to_vec(&p).unwrap().len()
+        })
+        .sum();
     let informer_for_size = informer(&plane, &app, "auto").await;
     informer_for_size.start().unwrap();
     while informer_for_size.lister_snapshot().is_err() {
@@ -141,16 +198,19 @@ async fn main() {
     let n = list.items.len();
     writeln!(report, "\nCache bytes per pod ({n} executor pods as Spark shapes them, JSON as held in the cache):\n")
         .unwrap();
-    writeln!(report, "| with managedFields | without (what the cache holds) | saved |").unwrap();
-    writeln!(report, "| ---: | ---: | ---: |").unwrap();
+    writeln!(report, "| with managedFields | without (what the JVM receives) | held in the cache (LZ4) | saved |")
+        .unwrap();
+    writeln!(report, "| ---: | ---: | ---: | ---: |").unwrap();
     writeln!(
         report,
-        "| {} | {} | {:.0}% |",
+        "| {} | {} | {} | {:.0}% |",
         with_mf / n,
+        without_mf / n,
         health.cache_json_bytes / n,
         100.0 * (1.0 - health.cache_json_bytes as f64 / with_mf as f64)
     )
     .unwrap();
+    writeln!(report, "\n{}", json_cpu_per_pod(&list.items)).unwrap();
 
     // 2. Change -> event latency next to a raw watch of the same changes.
     let app = unique_app_id("latency");

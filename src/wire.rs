@@ -148,9 +148,12 @@ fn put_entry(out: &mut Vec<u8>, kind: u8, pod: &CachedPod, with_json: bool) {
     out.push(kind);
     out.extend_from_slice(&pod.generation.to_be_bytes());
     put_str(out, &pod.name);
-    let json: &[u8] = if with_json { &pod.json } else { &[] };
-    put_u32(out, json.len());
-    out.extend_from_slice(json);
+    if with_json {
+        put_u32(out, pod.json.len());
+        pod.json.append_to(out);
+    } else {
+        put_u32(out, 0);
+    }
 }
 
 /// One decoded entry (the Rust mirror of the Java decoder, for tests and benchmarks).
@@ -242,8 +245,8 @@ mod tests {
 
     #[test]
     fn changes_round_trip() {
-        let a = Arc::new(cached_pod(pod("a", "1"), 1, &Default::default()));
-        let b = Arc::new(deleted_pod(pod("b", "2"), 2, &Default::default()));
+        let a = Arc::new(cached_pod(pod("a", "1"), 1, &Default::default(), &Default::default()));
+        let b = Arc::new(deleted_pod(pod("b", "2"), 2, &Default::default(), &Default::default()));
         let bytes = encode_changes(&[PodChange::Applied(a.clone()), PodChange::Deleted(b.clone())]);
         let entries = entries(&bytes);
         assert_eq!(entries.len(), 2);
@@ -255,8 +258,9 @@ mod tests {
 
     #[test]
     fn snapshots_omit_pods_the_jvm_already_holds() {
-        let pods: Vec<_> =
-            (1..=3).map(|g| Arc::new(cached_pod(pod(&format!("p{g}"), "1"), g, &Default::default()))).collect();
+        let pods: Vec<_> = (1..=3)
+            .map(|g| Arc::new(cached_pod(pod(&format!("p{g}"), "1"), g, &Default::default(), &Default::default())))
+            .collect();
         let Some(Decoded::Snapshot { view, entries }) = decode(&encode_snapshot(&pods, 2, 3)) else { panic!() };
         assert_eq!(view, 3);
         let kinds: Vec<_> = entries.iter().map(|e| (e.kind, e.json.is_empty())).collect();
@@ -266,8 +270,9 @@ mod tests {
 
     #[test]
     fn a_cache_at_the_callers_view_is_unchanged() {
-        let pods: Vec<_> =
-            (1..=3).map(|g| Arc::new(cached_pod(pod(&format!("p{g}"), "1"), g, &Default::default()))).collect();
+        let pods: Vec<_> = (1..=3)
+            .map(|g| Arc::new(cached_pod(pod(&format!("p{g}"), "1"), g, &Default::default(), &Default::default())))
+            .collect();
         assert_eq!(decode(&encode_snapshot(&pods, 5, 5)), Some(Decoded::Unchanged { view: 5 }));
         assert_eq!(entries(&encode_snapshot(&pods, 5, 6)).len(), 3);
         // The caller's first round knows nothing, even of an empty cache.
@@ -281,7 +286,12 @@ mod tests {
 
     #[test]
     fn malformed_frames_are_rejected() {
-        let bytes = encode_changes(&[PodChange::Applied(Arc::new(cached_pod(pod("a", "1"), 1, &Default::default())))]);
+        let bytes = encode_changes(&[PodChange::Applied(Arc::new(cached_pod(
+            pod("a", "1"),
+            1,
+            &Default::default(),
+            &Default::default(),
+        )))]);
         assert!(decode(&bytes[..bytes.len() - 1]).is_none());
         assert!(decode(&[]).is_none());
         assert!(decode(&[9, TAG_CHANGES, 0, 0, 0, 0]).is_none(), "another version");

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use spark_k8s_native::pod::{CachedPod, PodChange, SparkState};
+use spark_k8s_native::pod::{CachedPod, PodChange, PodJson, SparkState};
 use spark_k8s_native::services::service_name;
 use spark_k8s_native::settings::{keys, parse_spark_duration, validate_app_id, Settings};
 use spark_k8s_native::wire::{decode, encode_changes, encode_snapshot, Decoded};
@@ -52,7 +52,7 @@ fn cached(name: String, generation: u64, json: Vec<u8>) -> Arc<CachedPod> {
         generation,
         exec_id: None,
         spark_state: SparkState::Running,
-        json: json.into(),
+        json: PodJson::from(&json[..]),
     })
 }
 
@@ -103,7 +103,7 @@ proptest! {
         for (d, p) in decoded.iter().zip(&pods) {
             prop_assert_eq!(&d.name, &p.name);
             prop_assert_eq!(d.generation, p.generation);
-            prop_assert_eq!(&d.json[..], &p.json[..]);
+            prop_assert_eq!(&d.json, &p.json.to_vec());
         }
         // A view past every generation: never the "unchanged" answer.
         let view = known as u64 + u32::MAX as u64 + 1;

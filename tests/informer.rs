@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use spark_k8s_native::informer::health::{NotReady, SyncState};
 use spark_k8s_native::informer::{ExecutorPodInformer, HealthReport};
 use spark_k8s_native::labels::executor_selector;
-use spark_k8s_native::pod::{decode_pod, PodChange, SparkState};
+use spark_k8s_native::pod::{PodChange, SparkState};
 use spark_k8s_native::settings::{InitialList, Settings};
 use support::kubelet::{self, PodPhase};
 use support::{eventually, unique_app_id, Identity, LocalPlane, PlaneOptions, Route};
@@ -68,7 +68,7 @@ fn consume(informer: Arc<ExecutorPodInformer>) -> (Arc<Mutex<Received>>, std::th
                 r.batches += 1;
             }
             for change in batch {
-                let pod = decode_pod(&change.pod().json);
+                let pod = change.pod().json.decode();
                 let rv: u64 = change.pod().resource_version.parse().unwrap();
                 let state = match change {
                     PodChange::Deleted(_) => "deleted".to_string(),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::pod::{self, CachedPod, PodChange, SparkStateRules};
+use crate::pod::{self, CachedPod, JsonDictionary, PodChange, SparkStateRules};
 
 /// Generations are unique in the process, not per cache: a view handed out by one
 /// informer can never match another's (a restarted informer starts with a new cache).
@@ -34,6 +34,8 @@ pub struct ExecutorPodCache {
     lists_completed: u64,
     /// How Spark classifies the pods (each entry carries its class).
     rules: SparkStateRules,
+    /// What the pods' JSON is compressed against.
+    dictionary: JsonDictionary,
 }
 
 impl ExecutorPodCache {
@@ -74,7 +76,7 @@ impl ExecutorPodCache {
             let gone: Vec<Arc<CachedPod>> =
                 self.live.iter().filter(|(name, _)| !listed.contains_key(*name)).map(|(_, p)| p.clone()).collect();
             for old in gone {
-                let deleted = pod::deleted_pod(pod::decode_pod(&old.json), next_generation(), &self.rules);
+                let deleted = pod::deleted_pod(old.json.decode(), next_generation(), &self.rules, &self.dictionary);
                 changes.push(PodChange::Deleted(Arc::new(deleted)));
             }
             for entry in listed.values_mut() {
@@ -110,7 +112,7 @@ impl ExecutorPodCache {
     /// A watch event deleted a pod (or it left the label selector): delivered
     /// as the apiserver sent it, as Spark's own watch source does.
     pub fn delete(&mut self, pod: Pod) -> PodChange {
-        let gone = Arc::new(pod::cached_pod(pod, next_generation(), &self.rules));
+        let gone = Arc::new(pod::cached_pod(pod, next_generation(), &self.rules, &self.dictionary));
         self.view = gone.generation;
         self.live.remove(&gone.name);
         self.handed_out(PodChange::Deleted(gone))
@@ -152,9 +154,9 @@ impl ExecutorPodCache {
         self.live.is_empty()
     }
 
-    /// Bytes of encoded pods held (the bulk of the cache's memory).
+    /// Bytes of encoded pods held, compressed (the bulk of the cache's memory).
     pub fn json_bytes(&self) -> usize {
-        self.live.values().map(|p| p.json.len()).sum()
+        self.live.values().map(|p| p.json.held_bytes()).sum()
     }
 
     /// The entry for `pod`: the cached one if it is the same version of the
@@ -166,7 +168,7 @@ impl ExecutorPodCache {
                 return old.clone();
             }
         }
-        Arc::new(pod::cached_pod(pod, generation, &self.rules))
+        Arc::new(pod::cached_pod(pod, generation, &self.rules, &self.dictionary))
     }
 }
 
@@ -234,7 +236,7 @@ mod tests {
         assert_eq!(names(&changes), ["+b@5", "+d@6", "-c"]);
         assert_eq!(cache.get("a").unwrap().generation, gen_a, "an unchanged pod keeps its generation");
         let deleted = changes.iter().find(|c| matches!(c, PodChange::Deleted(_))).unwrap();
-        assert!(pod::decode_pod(&deleted.pod().json).metadata.deletion_timestamp.is_some());
+        assert!(deleted.pod().json.decode().metadata.deletion_timestamp.is_some());
     }
 
     #[test]

@@ -228,7 +228,7 @@ mod tests {
             generation: rv.parse().unwrap(),
             exec_id: None,
             spark_state,
-            json: Arc::from(&b"{}"[..]),
+            json: b"{}"[..].into(),
         });
         if deleted {
             PodChange::Deleted(pod)

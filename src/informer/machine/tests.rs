@@ -451,7 +451,7 @@ fn a_relist_delivers_the_difference_and_makes_up_only_the_deletions_it_found() {
     assert_eq!(changes, ["+p1@5", "-p2"]);
     let Some(Effect::Deliver(list)) = effects.first() else { panic!("{effects:?}") };
     let p2 = list.iter().find(|c| c.pod().name == "p2").unwrap();
-    assert!(pod::decode_pod(&p2.pod().json).metadata.deletion_timestamp.is_some(), "found gone: deleted");
+    assert!(p2.pod().json.decode().metadata.deletion_timestamp.is_some(), "found gone: deleted");
     assert!(list.iter().find(|c| c.pod().name == "p1").unwrap().pod().spark_state == pod::SparkState::Failed);
     assert!(matches!(effects.last(), Some(Effect::Listed(pods)) if names(pods) == ["p1"]));
 }
@@ -463,7 +463,7 @@ fn a_watch_deletion_is_delivered_as_the_apiserver_sent_it() {
     // p1 left the selector (relabelled inactive): the apiserver sends it without a deletionTimestamp.
     let effects = m.step(Input::Deleted(pod("p1", "3", "Running")), t0);
     let Some(Effect::Deliver(changes)) = effects.first() else { panic!("{effects:?}") };
-    let sent = pod::decode_pod(&changes[0].pod().json);
+    let sent = changes[0].pod().json.decode();
     assert!(sent.metadata.deletion_timestamp.is_none(), "not made up");
     assert_eq!(sent.status.unwrap().phase.as_deref(), Some("Running"));
     assert!(matches!(changes[0], PodChange::Deleted(_)));

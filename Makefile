@@ -66,8 +66,10 @@ format:
 bench:
 	scripts/bench.sh full
 
-# A fleet of drivers on one apiserver: its CPU, memory, requests by verb and
-# etcd requests, and another client's latency, for no drivers, legacy, fabric8,
+# A fleet of drivers on one apiserver: the apiserver's time serving the
+# drivers (attributed by their own API Priority and Fairness flow), its CPU,
+# memory, requests by verb and etcd requests, and another client's latency
+# (drivers pinned apart from the control plane), for no drivers, legacy, fabric8,
 # native and native with long watches, at 10/30/100 drivers, 5 repetitions in
 # shuffled order (writes BENCHMARKS.md's fleet section, docs/fleet.png and the
 # README's fleet table; about 75 minutes).

@@ -15,7 +15,8 @@ final class ApiserverMetrics {
   private static final Pattern UNLABELLED = Pattern.compile("^(\\w+) (\\S+)$");
   private static final Pattern LABEL = Pattern.compile("(\\w+)=\"([^\"]*)\"");
   private static final Pattern LIST_OBJECTS =
-      Pattern.compile("apiserver_storage_list_(fetched|evaluated|returned)_objects_total");
+      Pattern.compile(
+          "apiserver_(?:storage|cache)_list_(fetched|evaluated|returned)_objects_total");
 
   /** verb -> requests completed. */
   final Map<String, Double> completed = new HashMap<>();
@@ -48,7 +49,11 @@ final class ApiserverMetrics {
   /** Requests of the drivers' own flow that API Priority and Fairness dispatched. */
   double driversDispatched;
 
-  /** Pods the apiserver's LISTs fetched from storage (or its watch cache), evaluated, returned. */
+  /**
+   * Pods the apiserver's LISTs fetched, evaluated and returned, from etcd ({@code
+   * apiserver_storage_list_*}) and from its watch cache ({@code apiserver_cache_list_*}, which
+   * counts no "evaluated": its fetched pods are the ones it filtered).
+   */
   final Map<String, Double> podListObjects = new HashMap<>();
 
   /** The FlowSchema and priority level the fleet benchmark gives the drivers' identity. */

@@ -169,6 +169,9 @@ public final class FleetBenchmark {
   private void run(int rep, String contender, int drivers) throws Exception {
     progress(String.format("rep %d: %s, %d drivers", rep, contender, drivers));
     Map<String, Double> figures = new HashMap<>();
+    // Around the whole run too: what the drivers' flow saw from their start (initial lists and
+    // watches, which a window never sees) to their end.
+    ApiserverMetrics beforeRun = ApiserverMetrics.scrape(http);
     Process child = contender.equals("none") ? null : startDrivers(contender, drivers);
     PrintWriter commands = null;
     BufferedReader out = null;
@@ -188,6 +191,11 @@ public final class FleetBenchmark {
         throw new IllegalStateException(contender + " with " + drivers + " drivers failed");
       }
     }
+    ApiserverMetrics afterRun = ApiserverMetrics.scrape(http);
+    figures.put(
+        "flow.run.executionSeconds",
+        afterRun.driversExecutionSeconds - beforeRun.driversExecutionSeconds);
+    figures.put("flow.run.dispatched", afterRun.driversDispatched - beforeRun.driversDispatched);
     runs.add(new FleetReport.Run(rep, contender, drivers, figures));
     progress(
         String.format(

@@ -198,7 +198,12 @@ class DecommissionTest {
           victimLog
               .toString(StandardCharsets.UTF_8)
               .lines()
-              .filter(line -> line.contains("ecommission") || line.contains("igrat"))
+              .filter(
+                  line ->
+                      line.contains("ecommission")
+                          || line.contains("igrat")
+                          || line.contains("Exception")
+                          || line.contains("Caused by"))
               .collect(Collectors.joining("\n")),
           (removedAt.get(victim) - deleted) / 1_000_000,
           stagesRunAgain,

@@ -62,9 +62,10 @@ format:
 	cd java && mvn -B -ntp -q -N spotless:apply
 
 # Legacy Spark sources, a fabric8 informer and the native sources side by side,
-# each in its own JVM (writes BENCHMARKS.md and docs/benchmark.png; ~15 min).
+# each in its own JVM (writes BENCHMARKS.md, docs/benchmark.png and the README's
+# headline table; about 36 min).
 bench:
-	scripts/bench.sh full
+	scripts/bench.sh sources
 
 # A fleet of drivers on one apiserver: the apiserver's time serving the
 # drivers (attributed by their own API Priority and Fairness flow), its CPU,
@@ -74,7 +75,7 @@ bench:
 # shuffled order (writes BENCHMARKS.md's fleet section, docs/fleet.png and the
 # README's fleet table; about 75 minutes).
 bench-fleet:
-	scripts/bench-fleet.sh full
+	scripts/bench.sh fleet
 
 # Spark on the real node, native sources against Spark's own, 5 rounds
 # (writes BENCHMARKS.md's "real node" section; ~10 min).

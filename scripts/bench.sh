@@ -1,22 +1,42 @@
 #!/usr/bin/env bash
-# The three-way benchmark: Spark's legacy sources, a fabric8 informer
-# + lister, and the native sources, each in its own JVM feeding Spark's real
-# snapshot store, one after the other on a dedicated local control plane.
-#   scripts/bench.sh            full run (about 15 minutes): BENCHMARKS.md, docs/benchmark.png,
-#                               README.md's headline table
-#   scripts/bench.sh quick OUT  small numbers, a smoke check of the harness, into OUT/
+# The JVM benchmarks, each against the contenders it is measured with, on a
+# dedicated local control plane:
+#   sources  Spark's legacy sources, a fabric8 informer + lister and the native
+#            sources, each in its own JVM feeding Spark's real snapshot store, one
+#            after the other (full: about 36 minutes)
+#   fleet    N drivers of each contender (none, legacy, fabric8, native, native with
+#            290 s watches) on one apiserver whose namespace also holds other apps'
+#            pods, through executor churn, with another client's latency measured;
+#            every size and contender repeated in a shuffled order (full: 10/30/100
+#            drivers x 50 executors, 5,000 other pods, 5 repetitions of 30 s
+#            windows; about 75 minutes). BENCH_FLEET_REPS and BENCH_FLEET_WINDOW
+#            (seconds) shorten a full run by hand.
+#
+#   scripts/bench.sh BENCHMARK            full run: BENCHMARKS.md, its chart in docs/,
+#                                         README.md's table
+#   scripts/bench.sh BENCHMARK quick OUT  small numbers, a smoke check of the harness, into OUT/
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$root"
-mode=${1:-full}
+benchmark=${1:?usage: scripts/bench.sh sources|fleet [quick OUT]}
+mode=${2:-full}
+case "$benchmark" in
+  sources) main=org.sparkk8snative.bench.SnapshotSourcesBenchmark chart_name=benchmark.png ;;
+  fleet) main=org.sparkk8snative.bench.FleetBenchmark chart_name=fleet.png ;;
+  *) echo "unknown benchmark $benchmark: sources or fleet" >&2 && exit 2 ;;
+esac
 if [[ "$mode" == quick ]]; then
-  out=${2:-target/bench-quick}
-  markdown="$out/BENCHMARKS.md" chart="$out/benchmark.png" readme="$out/README.md"
+  out=${3:-target/bench-$benchmark-quick}
+  markdown="$out/BENCHMARKS.md" chart="$out/$chart_name" readme="$out/README.md"
   mkdir -p "$out"
 else
-  markdown=BENCHMARKS.md chart=docs/benchmark.png readme=README.md
+  markdown=BENCHMARKS.md chart=docs/$chart_name readme=README.md
 fi
+
+# Every section the run writes names the commit it measured.
+BENCH_COMMIT=$(git describe --always --dirty 2> /dev/null || echo unknown)
+export BENCH_COMMIT
 
 phase "tools"
 ensure_tools
@@ -25,17 +45,35 @@ bin=$(scripts/localplane-build.sh)
 phase "native library and benchmark classes"
 build_native_and_classes bench.classpath
 # A copy of its own, so a Maven build during the run cannot pull classes from under it.
-classes="$root/target/bench-classes"
+classes="$root/target/bench-$benchmark-classes"
 rm -rf "$classes" && mkdir -p "$classes"
 cp -r java/target/classes "$classes/main" && cp -r java/target/test-classes "$classes/test"
 
 phase "start a dedicated local control plane"
-dir="$root/target/localplane-bench"
+dir="$root/target/localplane-bench-$benchmark"
 start_plane "$bin" "$dir"
 
-phase "benchmark ($mode): floor, legacy, fabric8, native"
+# The fleet's load apart from what measures it: the control plane (apiserver,
+# etcd in the launcher, controller manager) and the benchmark's JVM (the churn
+# and the other client) on CPU 0, the drivers' JVMs on the other CPUs, by CPU
+# affinity, so that what the fleet does to everybody else measures the
+# apiserver, not two cores shared with the drivers. BENCH_FLEET_CPUS=shared
+# turns it off.
+if [[ "$benchmark" == fleet && "${BENCH_FLEET_CPUS:-apart}" == apart && $(nproc) -ge 2 ]]; then
+  plane_pid=$(sed -n 's/^LOCALPLANE_PID=//p' "$dir/plane.env")
+  pids=("$plane_pid")
+  for ((i = 0; i < ${#pids[@]}; i++)); do
+    mapfile -t -O "${#pids[@]}" pids < <(pgrep -P "${pids[$i]}" || true)
+  done
+  for pid in "${pids[@]}"; do taskset -a -p -c 0 "$pid" > /dev/null; done
+  export FLEET_DRIVERS_CPUS="1-$(($(nproc) - 1))"
+  java_runner=(taskset -c 0)
+  echo "control plane (${#pids[@]} processes) and the benchmark on CPU 0, drivers on CPUs $FLEET_DRIVERS_CPUS"
+fi
+
+phase "benchmark $benchmark ($mode)"
 spark_java "$dir/plane.env" "$classes/test:$classes/main:$(cat java/target/bench.classpath)" \
-  org.sparkk8snative.bench.SnapshotSourcesBenchmark "$mode" "$markdown" "$chart" "$readme"
-echo "wrote $markdown, $chart and the headline table of $readme"
+  "$main" "$mode" "$markdown" "$chart" "$readme"
+echo "wrote $markdown, $chart and $readme's table"
 
 phase_summary

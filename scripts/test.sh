@@ -80,13 +80,13 @@ check_sealed_runs_coexist_and_crashes_are_cleaned "$LOCALPLANE_BIN" "$root/targe
 
 # The benchmark harness in quick mode: proves it runs end to end (all four
 # runs, the report, the chart); asserts nothing about speed.
-phase "benchmark harness, quick mode (scripts/bench.sh quick)"
-scripts/bench.sh quick target/bench-quick
+phase "benchmark harness, quick mode (scripts/bench.sh sources quick)"
+scripts/bench.sh sources quick target/bench-sources-quick
 
 # The fleet benchmark in quick mode (2 small fleets, every contender once):
 # fails if any figure of its report is missing; asserts nothing about speed.
-phase "fleet benchmark harness, quick mode (scripts/bench-fleet.sh quick)"
-scripts/bench-fleet.sh quick target/bench-fleet-quick
+phase "fleet benchmark harness, quick mode (scripts/bench.sh fleet quick)"
+scripts/bench.sh fleet quick target/bench-fleet-quick
 
 phase_summary
 echo "all tests passed"

@@ -3,7 +3,6 @@ package org.sparkk8snative.bench;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -234,7 +233,7 @@ final class BenchmarkReport {
         String.format(
             "%nMedian (min-max) of %d repetitions; bold only where a range lies below every other's. "
                 + "Written by `make bench` (plan `%s`, %s, Spark %s).%n",
-            plan.repetitions(), plan.name(), LocalDate.now(), jarVersion("spark-core_2.13-")));
+            plan.repetitions(), plan.name(), RunStamp.now(), jarVersion("spark-core_2.13-")));
     MarkdownSections.write(readme, "headline", md.toString());
   }
 
@@ -258,7 +257,7 @@ final class BenchmarkReport {
             plan.name(),
             seconds,
             machine(),
-            LocalDate.now(),
+            RunStamp.now(),
             plan.repetitions(),
             jarVersion("spark-core_2.13-"),
             jarVersion("kubernetes-client-api-"),

@@ -269,7 +269,7 @@ public final class FleetBenchmark {
 
   /**
    * The CPUs the drivers' JVMs are pinned to, apart from the control plane's (set by
-   * scripts/bench-fleet.sh), or empty when every process shares every CPU.
+   * scripts/bench.sh fleet), or empty when every process shares every CPU.
    */
   static String driversCpus() {
     return System.getenv().getOrDefault("FLEET_DRIVERS_CPUS", "");

@@ -2,7 +2,6 @@ package org.sparkk8snative.bench;
 
 import java.io.IOException;
 import java.nio.file.Path;
-import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -219,7 +218,7 @@ final class FleetReport {
         String.format(
             "%nWritten by `make bench-fleet` (plan `%s`, %s); with no drivers the other client's LIST p99 is %.1f ms.%n",
             plan.name(),
-            LocalDate.now(),
+            RunStamp.now(),
             spread("none", n, r -> r.get("other.LIST.p99Ms")).median()));
     MarkdownSections.write(readme, "fleet-headline", md.toString());
   }
@@ -256,7 +255,7 @@ final class FleetReport {
             """,
             plan.name(),
             seconds,
-            LocalDate.now(),
+            RunStamp.now(),
             plan.executorsPerDriver(),
             plan.unrelatedPods(),
             plan.unrelatedApps(),

@@ -142,6 +142,7 @@ impl ExecutorPodCache {
         change
     }
 
+    #[cfg(test)]
     pub fn get(&self, name: &str) -> Option<&Arc<CachedPod>> {
         self.live.get(name)
     }
@@ -150,6 +151,7 @@ impl ExecutorPodCache {
         self.live.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.live.is_empty()
     }

@@ -184,10 +184,6 @@ impl PodChangeQueue {
         self.state.lock().order.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Changes replaced by a newer change of the same pod before delivery.
     pub fn coalesced(&self) -> u64 {
         self.state.lock().coalesced

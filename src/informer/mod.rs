@@ -12,12 +12,12 @@
 //! down: every error is retried forever with jittered exponential backoff
 //! (0.8 s to 30 s, as client-go), logged and counted, and shows in [`HealthReport`].
 
-pub mod activity;
-pub mod cache;
-pub mod changes;
+mod activity;
+mod cache;
+pub(crate) mod changes;
 pub mod health;
-pub mod listwatch;
-pub mod machine;
+mod listwatch;
+mod machine;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -188,12 +188,6 @@ impl ExecutorPodInformer {
             .map_err(ClientError::from)?
             .with_layer(&ActivityLayer(activity.clone()))
             .build();
-        for (key, likely) in &settings.unknown_keys {
-            match likely {
-                Some(k) => tracing::warn!("unknown key {key}; did you mean {k}?"),
-                None => tracing::warn!("unknown key {key}; it is ignored"),
-            }
-        }
         Ok(Self::with_client(client, activity, &settings.client.namespace, app_id, settings.informer.clone()))
     }
 

@@ -6,8 +6,8 @@
 //!
 //! The Java side is `org.sparkk8snative.NativeBridge`.
 
-pub mod errors;
-pub mod handles;
+mod errors;
+mod handles;
 pub mod logs;
 
 use std::collections::HashMap;
@@ -447,6 +447,7 @@ fn prepare(
     let app_id = required_string(env, app_id, "applicationId")?;
     logs::install();
     let settings = Settings::from_spark_conf(&conf)?;
+    settings.warn_unknown_keys();
     // The app id is validated by the core part it is for (the informer's and the Service
     // controller's connect each call settings::validate_app_id), not here.
     let runtime =

@@ -5,6 +5,8 @@
 //! (`UPDATE_GENERATED=1 cargo test --lib generated` rewrites them; a test fails
 //! when they differ from it).
 
+use std::time::Duration;
+
 /// One key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Key {
@@ -13,6 +15,8 @@ pub struct Key {
     pub java: &'static str,
     pub default: Default,
     pub meaning: &'static str,
+    /// What a value must be, beyond its type.
+    pub valid: Valid,
     /// Our version, or, for a key of Spark's, the version its `ConfigBuilder`
     /// gives (`.version("3.4.0")`), written as Spark's docs write it.
     pub since: &'static str,
@@ -38,6 +42,59 @@ impl Default {
     }
 }
 
+/// What a key's value must be beyond its type, kept on the key as Spark's
+/// `ConfigBuilder.checkValue` keeps its check on the entry: the parser applies it
+/// and the docs state it, from this one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Valid {
+    /// Any value of the key's type.
+    Any,
+    /// A duration or a count greater than zero.
+    Positive,
+    /// A duration from `min` to `max`, for the reason given.
+    Within { min: Duration, max: Duration, why: &'static str },
+    /// One of these words.
+    OneOf(&'static [&'static str]),
+}
+
+impl Valid {
+    /// The duration if the check accepts it, else why not.
+    pub fn check_duration(&self, value: Duration) -> Result<Duration, String> {
+        match *self {
+            Valid::Positive if value.is_zero() => Err("must be greater than zero".into()),
+            Valid::Within { min, max, why } if value < min || value > max => {
+                Err(format!("must be between {} and {} ({why})", seconds(min), seconds(max)))
+            }
+            _ => Ok(value),
+        }
+    }
+
+    /// A derived default brought within the key's range.
+    pub fn clamp(&self, value: Duration) -> Duration {
+        match *self {
+            Valid::Within { min, max, .. } => value.clamp(min, max),
+            _ => value,
+        }
+    }
+
+    /// How the docs state the check; empty when there is none beyond the type.
+    pub fn described(&self) -> String {
+        match *self {
+            Valid::Any => String::new(),
+            Valid::Positive => "Greater than zero.".into(),
+            Valid::Within { min, max, .. } => format!("From {} to {}.", seconds(min), seconds(max)),
+            Valid::OneOf(words) => {
+                let words: Vec<String> = words.iter().map(|w| format!("`{w}`")).collect();
+                format!("One of {}.", words.join(", "))
+            }
+        }
+    }
+}
+
+fn seconds(d: Duration) -> String {
+    format!("{}s", d.as_secs())
+}
+
 /// Where a key is documented.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Section {
@@ -57,6 +114,7 @@ pub const ENABLE_INFORMER: Key = Key {
               cache) and lister (full snapshots read from that cache), instead of Spark's watch plus 30 s polling \
               LIST. The two pairs are mutually exclusive. The driver's service account needs `list` and `watch` on \
               pods.",
+    valid: Valid::Any,
     since: V0_1,
     section: Section::InformerAndLister,
 };
@@ -67,6 +125,7 @@ pub const LISTER_POLLING_INTERVAL: Key = Key {
     default: Default::Value("30s"),
     meaning: "How often the lister replaces Spark's snapshot with the cache's contents (no apiserver request). A \
               round is skipped, not faked, while the cache is unsynced or stale.",
+    valid: Valid::Positive,
     since: V0_1,
     section: Section::InformerAndLister,
 };
@@ -77,6 +136,7 @@ pub const INFORMER_RESYNC_INTERVAL: Key = Key {
     default: Default::Value("0s"),
     meaning: "When positive, how often cached pods are replayed as updates; a pod whose resourceVersion was already \
               delivered is not replayed. `0s` turns resync off. Never a request to the apiserver.",
+    valid: Valid::Any,
     since: V0_1,
     section: Section::InformerAndLister,
 };
@@ -87,6 +147,7 @@ pub const MISSING_POD_DETECT_DELTA: Key = Key {
     default: Default::Value("30s"),
     meaning: "Spark's own key: how long an executor must have been registered before its absence from a full \
               snapshot removes it. The stale bound defaults to half of it.",
+    valid: Valid::Positive,
     since: "3.1.1",
     section: Section::InformerAndLister,
 };
@@ -98,6 +159,7 @@ pub const CHECK_ALL_CONTAINERS: Key = Key {
     meaning: "Spark's own key: whether a Running executor pod with any container exited non-zero counts as \
               failed. The informer classifies pods as Spark does, with the driver's value of this key, so that no \
               state Spark removes an executor on (failed, succeeded, deleted) is coalesced away.",
+    valid: Valid::Any,
     since: "3.1.0",
     section: Section::InformerAndLister,
 };
@@ -108,6 +170,7 @@ pub const EXECUTOR_CONTAINER_NAME: Key = Key {
     default: Default::Described("`spark-kubernetes-executor`, Spark's executor container"),
     meaning: "Spark's own key: the executor container of a pod template. A Running pod whose executor container \
               terminated is failed or succeeded to Spark, and to the informer alike.",
+    valid: Valid::Any,
     since: "3.0.0",
     section: Section::InformerAndLister,
 };
@@ -125,6 +188,7 @@ pub const STALE_BOUND: Key = Key {
               completes). A snapshot from a stale \
               cache would make Spark remove executors that started during the outage. Keep it below \
               `missingPodDetectDelta`.",
+    valid: Valid::Positive,
     since: V0_1,
     section: Section::InformerAndLister,
 };
@@ -133,7 +197,7 @@ pub const WATCH_TIMEOUT: Key = Key {
     name: "spark.kubernetes.native.informer.watchTimeout",
     java: "WATCH_TIMEOUT",
     default: Default::Described(
-        "`listerPollingInterval` or two thirds of the stale bound, whichever is longer (30 s by default), 3 s to 290 s",
+        "`listerPollingInterval` or two thirds of the stale bound, whichever is longer (30 s by default)",
     ),
     meaning: "Server-side timeout of each watch request. A healthy watch ends and resumes from its resourceVersion \
               this often (served from the watch cache: no LIST, no etcd read); its clean end proves the cache \
@@ -141,6 +205,11 @@ pub const WATCH_TIMEOUT: Key = Key {
               connection sooner (after the watch's length plus a third of the stale bound) and cost one WATCH \
               request each. At least 3 s: the apiserver's bookmark 2 s before a watch's end shows that the \
               apiserver serving it is as new as the cache (on a highly available control plane one may lag).",
+    valid: Valid::Within {
+        min: Duration::from_secs(3),
+        max: Duration::from_secs(290),
+        why: "the apiserver's bookmark, which proves a watch current, comes 2 s before its end",
+    },
     since: V0_1,
     section: Section::InformerAndLister,
 };
@@ -153,6 +222,7 @@ pub const INITIAL_LIST: Key = Key {
               the server supports it, else `watchCache`), `streaming`, `watchCache` (`resourceVersion=0`, served \
               from the apiserver's watch cache, unpaginated as the cache ignores limits; client-go's reflector does \
               the same), `consistent` (a quorum read from etcd, paginated).",
+    valid: Valid::OneOf(&["auto", "streaming", "watchCache", "consistent"]),
     since: V0_1,
     section: Section::InformerAndLister,
 };
@@ -162,6 +232,7 @@ pub const PAGE_SIZE: Key = Key {
     java: "PAGE_SIZE",
     default: Default::Value("500"),
     meaning: "Page size of `consistent` lists.",
+    valid: Valid::Positive,
     since: V0_1,
     section: Section::InformerAndLister,
 };
@@ -173,6 +244,7 @@ pub const INITIAL_LIST_TIMEOUT: Key = Key {
     meaning: "A (re)list that has not completed by then is abandoned and retried with backoff (and `auto` falls \
               back from streaming). Also a streaming list's `timeoutSeconds`: the apiserver ends a watch at its \
               timeout, initial events sent or not.",
+    valid: Valid::Positive,
     since: V0_1,
     section: Section::InformerAndLister,
 };
@@ -191,6 +263,7 @@ pub const ENABLE_SERVICE: Key = Key {
               `delete` and fails naming the verbs it lacks. A Service of the same name that another tool made (no \
               `app.kubernetes.io/managed-by=spark-k8s-native` label, e.g. a Spark that ships its own) is left alone: \
               never repaired, never deleted.",
+    valid: Valid::Any,
     since: V0_1,
     section: Section::ExecutorServices,
 };
@@ -202,6 +275,7 @@ pub const BLOCK_MANAGER_PORT: Key = Key {
     meaning: "Spark's own key; required with Services: the port every Service exposes (port = targetPort). Spark \
               takes 0 (a random port) or 1024 to 65535; with Services only 1024 to 65535, since a Service is made \
               before its executor and must name a fixed port.",
+    valid: Valid::Any,
     since: "1.1.0",
     section: Section::ExecutorServices,
 };
@@ -211,6 +285,7 @@ pub const DRIVER_POD_NAME: Key = Key {
     java: "DRIVER_POD_NAME",
     default: Default::Described("(set by spark-submit in cluster mode)"),
     meaning: "Spark's own key; the owner of every executor Service, so they are garbage-collected with the driver.",
+    valid: Valid::Any,
     since: "2.3.0",
     section: Section::ExecutorServices,
 };
@@ -223,6 +298,7 @@ pub const SERVICE_DELETE_AFTER: Key = Key {
               after the executor): long enough for peers that still fetch from it to be refused fast, short enough \
               that a long driver with dynamic allocation does not pile up thousands of Services. `0s`: keep every \
               Service as long as the driver (the garbage collector removes them with it).",
+    valid: Valid::Any,
     since: V0_1,
     section: Section::ExecutorServices,
 };
@@ -238,6 +314,7 @@ pub const SERVICE_ADVERTISED_NAME: Key = Key {
               owner, is in the executors' namespace, as Spark requires); inside the executor's pod a host alias \
               maps that name to 0.0.0.0, so the executor binds to all its addresses. A driver outside the cluster \
               cannot reach ClusterIP Services at all: leave Services off there.",
+    valid: Valid::OneOf(&["short", "namespaced"]),
     since: V0_1,
     section: Section::ExecutorServices,
 };
@@ -248,6 +325,7 @@ pub const SERVICE_MAX_CONCURRENT_REQUESTS: Key = Key {
     default: Default::Value("10"),
     meaning: "Requests for Services in flight at most, so that a burst of hundreds of executors does not flood the \
               apiserver. Transient failures (429, 5xx, connection) are retried with backoff, or after the time a 429 asks for.",
+    valid: Valid::Positive,
     since: V0_1,
     section: Section::ExecutorServices,
 };
@@ -259,6 +337,7 @@ pub const PODS_ALLOCATOR: Key = Key {
     meaning: "Spark's own key. Set it to `org.sparkk8snative.spark.NativeExecutorPodsAllocator` to let \
               `spark.kubernetes.executor.enableInformer` take effect on unmodified Spark 3.5 and 4.x. The class is Spark's \
               allocator plus the native sources.",
+    valid: Valid::Any,
     since: "3.3.0",
     section: Section::PluggingIntoSpark,
 };
@@ -269,6 +348,7 @@ pub const ENABLE_API_WATCHER: Key = Key {
     default: Default::Value("true"),
     meaning: "Spark's internal switch of its legacy watch source. With `enableInformer=true` the allocator sets it \
               to `false` (with a warning if it was set to `true`): the two pairs never run together.",
+    valid: Valid::Any,
     since: "3.4.0",
     section: Section::PluggingIntoSpark,
 };
@@ -280,6 +360,7 @@ pub const ENABLE_API_POLLING: Key = Key {
     meaning: "Spark's internal switch of its legacy polling source (a LIST every \
               `spark.kubernetes.executor.apiPollingInterval`). With `enableInformer=true` the allocator sets it to \
               `false`, as above.",
+    valid: Valid::Any,
     since: "3.4.0",
     section: Section::PluggingIntoSpark,
 };
@@ -291,6 +372,7 @@ pub const EXECUTOR_FEATURE_STEPS: Key = Key {
     meaning: "Spark's own key. With Services on, the allocator appends \
               `org.sparkk8snative.spark.ExecutorServiceFeatureStep`, which makes each executor advertise its \
               Service's name.",
+    valid: Valid::Any,
     since: "3.2.0",
     section: Section::PluggingIntoSpark,
 };
@@ -300,6 +382,7 @@ pub const MASTER: Key = Key {
     java: "MASTER",
     default: Default::Described("(required in client mode)"),
     meaning: "`k8s://https://host:port`; `k8s://host:port` means https.",
+    valid: Valid::Any,
     since: "0.9.0",
     section: Section::ConnectingToTheApiserver,
 };
@@ -309,6 +392,7 @@ pub const DRIVER_MASTER: Key = Key {
     java: "DRIVER_MASTER",
     default: Default::Value("https://kubernetes.default.svc"),
     meaning: "The apiserver in cluster mode (`spark.kubernetes.submitInDriver=true`).",
+    valid: Valid::Any,
     since: "3.0.0",
     section: Section::ConnectingToTheApiserver,
 };
@@ -319,6 +403,7 @@ pub const SUBMIT_IN_DRIVER: Key = Key {
     default: Default::Value("false"),
     meaning: "Set by spark-submit in cluster mode: the driver runs in a pod, and its credentials are the mounted \
               ones.",
+    valid: Valid::Any,
     since: "2.4.0",
     section: Section::ConnectingToTheApiserver,
 };
@@ -328,6 +413,7 @@ pub const NAMESPACE: Key = Key {
     java: "NAMESPACE",
     default: Default::Value("default"),
     meaning: "Namespace of the executor pods.",
+    valid: Valid::Any,
     since: "2.3.0",
     section: Section::ConnectingToTheApiserver,
 };
@@ -337,6 +423,7 @@ pub const CONTEXT: Key = Key {
     java: "CONTEXT",
     default: Default::Described("(the kubeconfig's current context)"),
     meaning: "The kubeconfig context to start from in client mode.",
+    valid: Valid::Any,
     since: "3.0.0",
     section: Section::ConnectingToTheApiserver,
 };
@@ -360,6 +447,7 @@ pub const CREDENTIALS: Key = Key {
               `spark.kubernetes.authenticate.driver.mounted.`. `oauthToken` and `oauthTokenFile` exclude each other; \
               a client certificate needs its key. A token file is re-read at least once a minute, so rotated \
               service-account tokens are picked up. Tokens never appear in logs or errors.",
+    valid: Valid::Any,
     since: "2.4.0",
     section: Section::ConnectingToTheApiserver,
 };
@@ -369,6 +457,7 @@ pub const TRUST_CERTIFICATES: Key = Key {
     java: "TRUST_CERTIFICATES",
     default: Default::Value("false"),
     meaning: "Skip TLS verification. The only way to do so: a wrong CA is otherwise an error.",
+    valid: Valid::Any,
     since: "3.2.0",
     section: Section::ConnectingToTheApiserver,
 };
@@ -378,6 +467,7 @@ pub const REQUEST_TIMEOUT: Key = Key {
     java: "REQUEST_TIMEOUT",
     default: Default::Value("10000"),
     meaning: "Request timeout, in milliseconds (Spark's syntax also takes a unit).",
+    valid: Valid::Positive,
     since: "3.0.0",
     section: Section::ConnectingToTheApiserver,
 };
@@ -387,6 +477,7 @@ pub const CONNECTION_TIMEOUT: Key = Key {
     java: "CONNECTION_TIMEOUT",
     default: Default::Value("10000"),
     meaning: "Connection timeout, in milliseconds (Spark's syntax also takes a unit).",
+    valid: Valid::Positive,
     since: "3.0.0",
     section: Section::ConnectingToTheApiserver,
 };

@@ -13,7 +13,7 @@ use std::time::Duration;
 pub mod keys;
 mod render;
 
-use keys::Key;
+use keys::{Key, Valid};
 
 use crate::pod::SparkStateRules;
 
@@ -39,9 +39,6 @@ impl SettingsError {
         Self { key: key.to_string(), value, reason: reason.into() }
     }
 }
-
-/// The shortest watch the apiserver sends a bookmark to (2 s before its end, in 1 s buckets).
-pub const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How the informer does its initial list (and every relist after 410 Gone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,52 +217,34 @@ impl Settings {
             auth,
             trust_certificates: conf.bool(&keys::TRUST_CERTIFICATES)?,
             // Spark's timeouts are integers of milliseconds.
-            request_timeout: conf.positive_duration(&keys::REQUEST_TIMEOUT)?,
-            connection_timeout: conf.positive_duration(&keys::CONNECTION_TIMEOUT)?,
+            request_timeout: conf.duration(&keys::REQUEST_TIMEOUT)?,
+            connection_timeout: conf.duration(&keys::CONNECTION_TIMEOUT)?,
         };
 
-        let missing_pod_detect_delta = conf.positive_duration(&keys::MISSING_POD_DETECT_DELTA)?;
-        let stale_bound = conf.positive_duration_or(&keys::STALE_BOUND, missing_pod_detect_delta / 2)?;
-        let lister_polling_interval = conf.positive_duration(&keys::LISTER_POLLING_INTERVAL)?;
+        let missing_pod_detect_delta = conf.duration(&keys::MISSING_POD_DETECT_DELTA)?;
+        let stale_bound = conf.duration_or(&keys::STALE_BOUND, missing_pod_detect_delta / 2)?;
+        let lister_polling_interval = conf.duration(&keys::LISTER_POLLING_INTERVAL)?;
         // Renewals at two thirds of the stale bound keep an idle cache proven current at all times;
         // the lister needs a proof only once per round, and takes its snapshot right after one
         // (see `InformerSettings::silence_bound`), so watches as long as its interval prove enough
         // with fewer WATCH requests.
-        // At least 3 s: the apiserver's bookmark, which shows a watch served as new as the cache
-        // (`informer::listwatch`), comes 2 s before the watch's end, and none to a shorter watch.
-        let default_watch_timeout =
-            (stale_bound * 2 / 3).max(lister_polling_interval).clamp(MIN_WATCH_TIMEOUT, Duration::from_secs(290));
-        let watch_timeout = conf.positive_duration_or(&keys::WATCH_TIMEOUT, default_watch_timeout)?;
-        if watch_timeout < MIN_WATCH_TIMEOUT || watch_timeout > Duration::from_secs(290) {
-            let value = conf.get(keys::WATCH_TIMEOUT.name).unwrap_or_default();
-            return Err(SettingsError::new(
-                keys::WATCH_TIMEOUT.name,
-                value,
-                "must be between 3s and 290s (the apiserver's bookmark, which proves a watch current, comes 2 s \
-                 before its end)",
-            ));
-        }
-        let initial_list_key = keys::INITIAL_LIST.name;
+        // Within the key's range: the apiserver's bookmark, which shows a watch served as new as the
+        // cache (`informer::listwatch`), comes 2 s before the watch's end, and none to a shorter watch.
+        let default_watch_timeout = keys::WATCH_TIMEOUT.valid.clamp((stale_bound * 2 / 3).max(lister_polling_interval));
+        let watch_timeout = conf.duration_or(&keys::WATCH_TIMEOUT, default_watch_timeout)?;
         let informer = InformerSettings {
             informer_resync_interval: conf.duration(&keys::INFORMER_RESYNC_INTERVAL)?,
             stale_bound,
             watch_timeout,
             lister_polling_interval,
-            initial_list: match conf.value(&keys::INITIAL_LIST).trim() {
-                "auto" => InitialList::Auto,
+            initial_list: match conf.word(&keys::INITIAL_LIST)? {
                 "streaming" => InitialList::Streaming,
                 "watchCache" => InitialList::WatchCache,
                 "consistent" => InitialList::Consistent,
-                other => {
-                    return Err(SettingsError::new(
-                        initial_list_key,
-                        other,
-                        "must be one of auto, streaming, watchCache, consistent",
-                    ))
-                }
+                _ => InitialList::Auto,
             },
             page_size: conf.count(&keys::PAGE_SIZE)?,
-            initial_list_timeout: conf.positive_duration(&keys::INITIAL_LIST_TIMEOUT)?,
+            initial_list_timeout: conf.duration(&keys::INITIAL_LIST_TIMEOUT)?,
             spark_states: spark_state_rules(&conf)?,
         };
         let services = if conf.bool(&keys::ENABLE_SERVICE)? {
@@ -291,16 +270,9 @@ impl Settings {
                 driver_pod_name: driver_pod_name.to_string(),
                 delete_after: conf.duration(&keys::SERVICE_DELETE_AFTER)?,
                 max_concurrent_requests: conf.count(&keys::SERVICE_MAX_CONCURRENT_REQUESTS)? as usize,
-                advertised_name: match conf.value(&keys::SERVICE_ADVERTISED_NAME).trim() {
-                    "short" => AdvertisedName::Short,
+                advertised_name: match conf.word(&keys::SERVICE_ADVERTISED_NAME)? {
                     "namespaced" => AdvertisedName::Namespaced,
-                    other => {
-                        return Err(SettingsError::new(
-                            keys::SERVICE_ADVERTISED_NAME.name,
-                            other,
-                            "must be short or namespaced",
-                        ))
-                    }
+                    _ => AdvertisedName::Short,
                 },
             })
         } else {
@@ -314,6 +286,19 @@ impl Settings {
             .map(|k| (k.clone(), closest_key(k)))
             .collect();
         Ok(Settings { client, informer, services, unknown_keys })
+    }
+}
+
+impl Settings {
+    /// Logs each unknown key under `spark.kubernetes.native.` at WARN, with the key it most likely
+    /// meant. Called once per native handle a driver creates, whichever parts it runs.
+    pub fn warn_unknown_keys(&self) {
+        for (key, likely) in &self.unknown_keys {
+            match likely {
+                Some(k) => tracing::warn!("unknown key {key}; did you mean {k}?"),
+                None => tracing::warn!("unknown key {key}; it is ignored"),
+            }
+        }
     }
 }
 
@@ -395,43 +380,42 @@ impl<'a> Conf<'a> {
         }
     }
 
+    /// A duration, checked as its key says.
     fn duration(&self, key: &Key) -> Result<Duration, SettingsError> {
         let v = self.value(key);
-        parse_spark_duration(v).map_err(|reason| SettingsError::new(key.name, v, reason))
+        parse_spark_duration(v)
+            .and_then(|d| key.valid.check_duration(d))
+            .map_err(|reason| SettingsError::new(key.name, v, reason))
     }
 
-    /// A duration whose default derives from other keys.
+    /// A duration whose default derives from other keys; checked as its key says.
     fn duration_or(&self, key: &Key, default: Duration) -> Result<Duration, SettingsError> {
         match self.get(key.name) {
-            None => Ok(default),
+            None => key.valid.check_duration(default).map_err(|reason| SettingsError::new(key.name, "", reason)),
             Some(_) => self.duration(key),
         }
     }
 
-    fn positive_duration(&self, key: &Key) -> Result<Duration, SettingsError> {
-        self.positive(key, self.duration(key)?)
-    }
-
-    fn positive_duration_or(&self, key: &Key, default: Duration) -> Result<Duration, SettingsError> {
-        self.positive(key, self.duration_or(key, default)?)
-    }
-
-    fn positive(&self, key: &Key, d: Duration) -> Result<Duration, SettingsError> {
-        if d.is_zero() {
-            return Err(SettingsError::new(
-                key.name,
-                self.get(key.name).unwrap_or_default(),
-                "must be greater than zero",
-            ));
-        }
-        Ok(d)
-    }
-
+    /// A whole number, checked as its key says.
     fn count(&self, key: &Key) -> Result<u32, SettingsError> {
         let v = self.value(key);
         match v.trim().parse::<u32>() {
-            Ok(n) if n > 0 => Ok(n),
-            _ => Err(SettingsError::new(key.name, v, "must be a whole number greater than zero")),
+            Ok(0) if key.valid == Valid::Positive => {
+                Err(SettingsError::new(key.name, v, "must be a whole number greater than zero"))
+            }
+            Ok(n) => Ok(n),
+            Err(_) => Err(SettingsError::new(key.name, v, "must be a whole number")),
+        }
+    }
+
+    /// One of the words its key allows.
+    fn word(&self, key: &Key) -> Result<&'a str, SettingsError> {
+        let v = self.value(key).trim();
+        match key.valid {
+            Valid::OneOf(words) if !words.contains(&v) => {
+                Err(SettingsError::new(key.name, v, format!("must be one of {}", words.join(", "))))
+            }
+            _ => Ok(v),
         }
     }
 }
@@ -615,6 +599,29 @@ mod tests {
     }
 
     #[test]
+    fn every_word_a_key_allows_is_read_as_its_own_choice() {
+        let initial_list = |word: &str| {
+            Settings::from_spark_conf(&conf(&[(keys::INITIAL_LIST.name, word)])).unwrap().informer.initial_list
+        };
+        let advertised_name = |word: &str| {
+            let services = [
+                (keys::ENABLE_SERVICE.name, "true"),
+                (keys::BLOCK_MANAGER_PORT.name, "7079"),
+                (keys::DRIVER_POD_NAME.name, "driver"),
+                (keys::SERVICE_ADVERTISED_NAME.name, word),
+            ];
+            Settings::from_spark_conf(&conf(&services)).unwrap().services.unwrap().advertised_name
+        };
+        let Valid::OneOf(lists) = keys::INITIAL_LIST.valid else { panic!("initialList takes words") };
+        let read: std::collections::HashSet<String> = lists.iter().map(|w| format!("{:?}", initial_list(w))).collect();
+        assert_eq!(read.len(), lists.len(), "{lists:?} -> {read:?}");
+        let Valid::OneOf(names) = keys::SERVICE_ADVERTISED_NAME.valid else { panic!("advertisedName takes words") };
+        let read: std::collections::HashSet<String> =
+            names.iter().map(|w| format!("{:?}", advertised_name(w))).collect();
+        assert_eq!(read.len(), names.len(), "{names:?} -> {read:?}");
+    }
+
+    #[test]
     fn client_mode_takes_spark_master_and_client_auth_keys() {
         let token = std::env::temp_dir().join("spark-k8s-native-settings-token");
         std::fs::write(&token, "t").unwrap();
@@ -733,7 +740,7 @@ mod tests {
         assert_eq!(with_style(" short ").unwrap().services.unwrap().advertised_name, AdvertisedName::Short);
         let e = with_style("fqdn").unwrap_err();
         assert_eq!(e.key, keys::SERVICE_ADVERTISED_NAME.name);
-        assert!(e.reason.contains("short or namespaced"), "{e}");
+        assert!(e.reason.contains("one of short, namespaced"), "{e}");
     }
 
     #[test]

@@ -74,7 +74,11 @@ pub fn configuration_md() -> String {
         }
         out.push_str("| Property Name | Default | Meaning | Since Version |\n| --- | --- | --- | --- |\n");
         for key in ALL.iter().filter(|k| k.section == section) {
-            let meaning = key.meaning.split_whitespace().collect::<Vec<_>>().join(" ");
+            let mut meaning = key.meaning.split_whitespace().collect::<Vec<_>>().join(" ");
+            let valid = key.valid.described();
+            if !valid.is_empty() {
+                meaning = format!("{meaning} {valid}");
+            }
             out.push_str(&format!("| `{}` | {} | {} | {} |\n", key.name, default_cell(key), meaning, key.since));
         }
         if !after.is_empty() {

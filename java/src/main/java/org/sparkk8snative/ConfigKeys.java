@@ -33,7 +33,7 @@ public final class ConfigKeys {
   /** Default: half of missingPodDetectDelta. */
   public static final String STALE_BOUND = "spark.kubernetes.native.lister.staleBound";
 
-  /** Default: listerPollingInterval or two thirds of the stale bound, whichever is longer (30 s by default), 3 s to 290 s. */
+  /** Default: listerPollingInterval or two thirds of the stale bound, whichever is longer (30 s by default). */
   public static final String WATCH_TIMEOUT = "spark.kubernetes.native.informer.watchTimeout";
 
   /** Default: auto. */

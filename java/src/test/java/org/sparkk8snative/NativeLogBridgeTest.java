@@ -107,22 +107,51 @@ class NativeLogBridgeTest {
   @Test
   void aMistypedKeyIsNamedInAWarningWithTheKeyItProbablyMeant() {
     Map<String, String> conf = TestPlane.get().sparkConf(false);
-    conf.put("spark.kubernetes.native.lister.staleBond", "5s");
+    conf.put(MISTYPED_KEY, "5s");
     try (NativeInformer informer = NativeInformer.create(conf, TestPlane.uniqueAppId("typo"))) {
-      eventually(
-          "the warning about the mistyped key",
-          Duration.ofSeconds(10),
-          () ->
-              events.stream()
-                  .anyMatch(
-                      e ->
-                          e.getLevel() == Level.WARN
-                              && e.getLoggerName().startsWith(NativeLogBridge.LOGGER_PREFIX)
-                              && e.getMessage()
-                                  .getFormattedMessage()
-                                  .contains(
-                                      "unknown key spark.kubernetes.native.lister.staleBond; "
-                                          + "did you mean spark.kubernetes.native.lister.staleBound?")));
+      assertTheMistypedKeyIsNamed();
     }
+  }
+
+  /** A driver that runs executor Services without the informer is warned as well. */
+  @Test
+  void aMistypedKeyIsNamedWhenTheDriverRunsServicesAlone() {
+    // Creating the Services' handle sends no request: no apiserver is needed.
+    Map<String, String> conf =
+        Map.of(
+            ConfigKeys.MASTER,
+            "k8s://https://127.0.0.1:1",
+            ConfigKeys.ENABLE_SERVICE,
+            "true",
+            ConfigKeys.BLOCK_MANAGER_PORT,
+            "7079",
+            ConfigKeys.DRIVER_POD_NAME,
+            "typo-driver",
+            MISTYPED_KEY,
+            "5s");
+    try (NativeExecutorServices services =
+        NativeExecutorServices.create(conf, TestPlane.uniqueAppId("typo-services"))) {
+      assertTheMistypedKeyIsNamed();
+    }
+  }
+
+  private static final String MISTYPED_KEY = "spark.kubernetes.native.lister.staleBond";
+
+  private void assertTheMistypedKeyIsNamed() {
+    eventually(
+        "the warning about the mistyped key",
+        Duration.ofSeconds(10),
+        () ->
+            events.stream()
+                .anyMatch(
+                    e ->
+                        e.getLevel() == Level.WARN
+                            && e.getLoggerName().startsWith(NativeLogBridge.LOGGER_PREFIX)
+                            && e.getMessage()
+                                .getFormattedMessage()
+                                .contains(
+                                    "unknown key "
+                                        + MISTYPED_KEY
+                                        + "; did you mean spark.kubernetes.native.lister.staleBound?")));
   }
 }

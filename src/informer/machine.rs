@@ -68,9 +68,9 @@ use crate::settings::{self, InitialList};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Phase {
     /// Listing for the first time (one attempt after another); the cache is empty and
-    /// never served. `strategy` is how the list is made now (Auto falls back to the watch
-    /// cache as an explicit transition).
-    InitialList { strategy: InitialList },
+    /// never served. How the list is made is the machine's `strategy` (Auto falls back to the
+    /// watch cache as an explicit transition), which every relist uses too.
+    InitialList,
     /// Following the apiserver with a watch (resuming from the last resourceVersion after
     /// a disconnect); the cache is current as of the last byte that watch received.
     Watching { since: Instant },
@@ -139,7 +139,7 @@ impl ResumeCause {
 impl Phase {
     pub fn name(&self) -> &'static str {
         match self {
-            Phase::InitialList { .. } => "initial list",
+            Phase::InitialList => "initial list",
             Phase::Watching { .. } => "watching",
             Phase::Resuming { after: ResumeCause::StaleSpell, .. } => "resuming after a stale spell",
             Phase::Resuming { after: ResumeCause::Break, .. } => "resuming after a broken watch",
@@ -265,7 +265,7 @@ impl InformerMachine {
     /// `rules`: how Spark classifies the pods, which the change queue keeps from coalescing away.
     pub fn new(strategy: InitialList, bounds: Bounds, rules: SparkStateRules, now: Instant) -> Self {
         Self {
-            phase: Phase::InitialList { strategy },
+            phase: Phase::InitialList,
             cache: ExecutorPodCache::new(rules),
             bounds,
             strategy,
@@ -615,7 +615,7 @@ impl InformerMachine {
     fn after_failure(&mut self, status: Option<u16>) -> Vec<Effect> {
         let unsupported = matches!(status, Some(400 | 422 | 501));
         match self.phase {
-            Phase::InitialList { strategy: InitialList::Auto } if unsupported => {
+            Phase::InitialList if unsupported && self.strategy == InitialList::Auto => {
                 self.fall_back_from_streaming("the apiserver refused it")
             }
             Phase::Resuming { after, .. } if status == Some(410) => {
@@ -693,7 +693,7 @@ impl InformerMachine {
                 Phase::Resuming { .. } | Phase::Relisting { cause: RelistCause::StaleSpell | RelistCause::Break } => {
                     false
                 }
-                Phase::InitialList { .. } | Phase::Relisting { .. } | Phase::Stopped => true,
+                Phase::InitialList | Phase::Relisting { .. } | Phase::Stopped => true,
             };
             if wire > run.last_at && counts {
                 self.failures = None;
@@ -762,9 +762,6 @@ impl InformerMachine {
         );
         self.strategy = InitialList::WatchCache;
         self.list_began = None;
-        if let Phase::InitialList { .. } = self.phase {
-            self.phase = Phase::InitialList { strategy: InitialList::WatchCache };
-        }
         vec![Effect::Relist]
     }
 
@@ -817,7 +814,7 @@ impl InformerMachine {
     pub fn readiness(&self, now: Instant, wire: Option<Instant>) -> Result<(), NotReady> {
         match self.phase {
             Phase::Stopped => return Err(NotReady::Stopped),
-            Phase::InitialList { .. } => return Err(NotReady::NeverSynced),
+            Phase::InitialList => return Err(NotReady::NeverSynced),
             Phase::Resuming { after: ResumeCause::StaleSpell, .. } => return Err(NotReady::Resuming),
             Phase::Relisting { cause: RelistCause::StaleSpell } => return Err(NotReady::Relisting),
             // After a break the cache serves what the broken watch proved, within the stale bound.

@@ -477,7 +477,7 @@ fn auto_falls_back_to_the_watch_cache_when_streaming_is_refused() {
     let refused = Input::Failed { error: "422 Unprocessable".into(), status: Some(422), lagging: false };
     assert_eq!(m.step(refused, t0), vec![Effect::Relist]);
     assert_eq!(m.strategy(), InitialList::WatchCache);
-    assert_eq!(m.phase(), &Phase::InitialList { strategy: InitialList::WatchCache });
+    assert_eq!(m.phase(), &Phase::InitialList);
     assert_eq!(m.sync_state(t0, None).name(), "Degraded");
     // From then on a refusal is a failure like any other.
     let again = Input::Failed { error: "422".into(), status: Some(422), lagging: false };

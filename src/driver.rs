@@ -22,6 +22,10 @@ impl ExecutorTracking {
     /// them, so that a missing right fails driver start-up, naming the fix.
     /// Must run on the tokio runtime that will drive them.
     pub async fn connect(settings: &Settings, app_id: &str) -> Result<Self, SetupError> {
+        // Two clients, on purpose: the informer's reads allow a quiet watch its whole length, the
+        // Services' treat a response quiet past the request timeout as a dead connection, and
+        // kube sets the read timeout per client. Sharing one would not save a connection either:
+        // HTTP/1.1 holds one for the watch, so the Services' requests need another in any case.
         let informer = ExecutorPodInformer::connect(settings, app_id).await?;
         let services = match &settings.services {
             Some(_) => {

@@ -349,6 +349,13 @@ impl ExecutorPodInformer {
         })
     }
 
+    /// The lister's round in one call: [`Self::lister_snapshot`] once the lister is ready, waiting
+    /// up to `wait` for that ([`Self::await_lister_ready`]); else why it is not.
+    pub fn lister_snapshot_within(&self, wait: Duration) -> Result<ListerSnapshot, NotReady> {
+        self.await_lister_ready(wait)?;
+        self.lister_snapshot()
+    }
+
     /// Waits up to `wait` for the lister to be ready: the first list to complete, or, when a quiet
     /// watch longer than the stale bound last proved the cache current too long ago, its next
     /// renewal (a snapshot taken right after it is proven current). Within one tick of readiness

@@ -122,44 +122,27 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_pollChanges<'local>(
     .resolve::<ThrowJavaException>()
 }
 
-/// `byte[] listerSnapshot(long handle, long knownView)`: a SNAPSHOT,
-/// UNCHANGED or NOT_READY frame (see `wire.rs`); `knownView` is the view of
-/// the caller's previous snapshot (0: none).
+/// `byte[] listerSnapshot(long handle, long knownView, long waitMillis)`: a
+/// SNAPSHOT, UNCHANGED or NOT_READY frame (see `wire.rs`), once the lister is
+/// ready or after `waitMillis`; `knownView` is the view of the caller's
+/// previous snapshot (0: none).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_sparkk8snative_NativeBridge_listerSnapshot<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
     handle: jlong,
     known_view: jlong,
+    wait_millis: jlong,
 ) -> jni::objects::JByteArray<'local> {
     env.with_env(|env| -> Result<_, JniError> {
         let known = non_negative(known_view, "knownView")?;
+        let wait = Duration::from_millis(non_negative(wait_millis, "waitMillis")?);
         let handle = handles::INFORMERS.get(handle)?;
-        let bytes = match handle.informer.lister_snapshot() {
+        let bytes = match handle.informer.lister_snapshot_within(wait) {
             Ok(snapshot) => wire::encode_snapshot(&snapshot.pods, known, snapshot.view),
             Err(not_ready) => wire::encode_not_ready(&not_ready.to_string()),
         };
         Ok(env.byte_array_from_slice(&bytes)?)
-    })
-    .resolve::<ThrowJavaException>()
-}
-
-/// `String awaitListerReady(long handle, long waitMillis)`: null once a full
-/// snapshot may be taken, or, after `waitMillis`, why none may be yet.
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_org_sparkk8snative_NativeBridge_awaitListerReady<'local>(
-    mut env: EnvUnowned<'local>,
-    _class: JClass<'local>,
-    handle: jlong,
-    wait_millis: jlong,
-) -> JString<'local> {
-    env.with_env(|env| -> Result<_, JniError> {
-        let wait = Duration::from_millis(non_negative(wait_millis, "waitMillis")?);
-        let handle = handles::INFORMERS.get(handle)?;
-        match handle.informer.await_lister_ready(wait) {
-            Ok(()) => Ok(JString::null()),
-            Err(not_ready) => Ok(env.new_string(not_ready.to_string())?),
-        }
     })
     .resolve::<ThrowJavaException>()
 }

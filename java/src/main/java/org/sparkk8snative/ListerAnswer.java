@@ -52,28 +52,39 @@ public abstract class ListerAnswer {
    */
   public static final class Unchanged extends ListerAnswer {
     private final long view;
+    private final int frameBytes;
 
-    public Unchanged(long view) {
+    /**
+     * @param frameBytes bytes that crossed JNI for this answer
+     */
+    public Unchanged(long view, int frameBytes) {
       this.view = view;
+      this.frameBytes = frameBytes;
     }
 
     public long view() {
       return view;
     }
 
+    public int frameBytes() {
+      return frameBytes;
+    }
+
     @Override
     public boolean equals(Object o) {
-      return o instanceof Unchanged && ((Unchanged) o).view == view;
+      return o instanceof Unchanged
+          && ((Unchanged) o).view == view
+          && ((Unchanged) o).frameBytes == frameBytes;
     }
 
     @Override
     public int hashCode() {
-      return Long.hashCode(view);
+      return Long.hashCode(view) * 31 + frameBytes;
     }
 
     @Override
     public String toString() {
-      return "Unchanged[view " + view + "]";
+      return "Unchanged[view " + view + ", " + frameBytes + " bytes]";
     }
   }
 

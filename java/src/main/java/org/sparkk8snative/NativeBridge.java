@@ -38,11 +38,8 @@ final class NativeBridge {
   /** A CHANGES frame (see Wire), empty after the timeout, null once stopped. */
   static native byte[] pollChanges(long handle, int maxBatch, long timeoutMillis);
 
-  /** A SNAPSHOT, UNCHANGED or NOT_READY frame (see Wire). */
-  static native byte[] listerSnapshot(long handle, long knownView);
-
-  /** Null once a full snapshot may be taken; after waitMillis, why none may be yet. */
-  static native String awaitListerReady(long handle, long waitMillis);
+  /** A SNAPSHOT, UNCHANGED or NOT_READY frame (see Wire), once ready or after waitMillis. */
+  static native byte[] listerSnapshot(long handle, long knownView, long waitMillis);
 
   /** A HEALTH frame (see Wire). */
   static native byte[] health(long handle);

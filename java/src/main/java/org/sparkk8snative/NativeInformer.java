@@ -72,19 +72,19 @@ public final class NativeInformer implements AutoCloseable {
    * at most {@code knownView} (the view of the caller's previous snapshot; 0: none) marked {@link
    * PodBatch#UNCHANGED} (no JSON); {@link ListerAnswer.Unchanged} when the cache is still at that
    * view; or {@link ListerAnswer.NotReady} while no snapshot may be taken.
+   *
+   * <p>While none may be taken it waits up to {@code waitMillis} for that to change: the first list
+   * to complete, or, when a quiet watch last proved the cache current longer ago than the stale
+   * bound, the watch's next renewal, right after which a snapshot is proven current. A stopped
+   * informer answers NotReady at once.
    */
-  public ListerAnswer listerSnapshot(long knownView) {
-    return Wire.listerAnswer(NativeBridge.listerSnapshot(handle, knownView));
+  public ListerAnswer listerSnapshot(long knownView, long waitMillis) {
+    return Wire.listerAnswer(NativeBridge.listerSnapshot(handle, knownView, waitMillis));
   }
 
-  /**
-   * Waits up to {@code waitMillis} for a full snapshot to be possible: the first list to complete,
-   * or, when a quiet watch last proved the cache current longer ago than the stale bound, the
-   * watch's next renewal, right after which a snapshot is proven current. Returns null when ready,
-   * else why not (after the wait, or at once when the informer is stopped).
-   */
-  public String awaitListerReady(long waitMillis) {
-    return NativeBridge.awaitListerReady(handle, waitMillis);
+  /** {@link #listerSnapshot(long, long)} without waiting. */
+  public ListerAnswer listerSnapshot(long knownView) {
+    return listerSnapshot(knownView, 0);
   }
 
   public InformerHealth health() {

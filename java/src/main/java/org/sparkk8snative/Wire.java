@@ -12,7 +12,7 @@ import java.util.List;
  * fabric8: pods stay JSON bytes until the Spark glue decodes them.
  */
 final class Wire {
-  static final int VERSION = 4;
+  static final int VERSION = 5;
 
   private static final byte TAG_CHANGES = 1;
   private static final byte TAG_SNAPSHOT = 2;
@@ -45,7 +45,7 @@ final class Wire {
                 return new ListerAnswer.Ready(entries(in, frame), view, frame.length);
               }
             case TAG_UNCHANGED:
-              return new ListerAnswer.Unchanged(in.getLong());
+              return new ListerAnswer.Unchanged(in.getLong(), frame.length);
             case TAG_NOT_READY:
               {
                 String reason =

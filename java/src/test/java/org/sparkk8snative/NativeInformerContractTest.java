@@ -37,8 +37,11 @@ class NativeInformerContractTest {
     informer.stop();
     assertNull(informer.pollChanges(10, 10), "a stopped informer answers null");
     long waitBegan = System.nanoTime();
-    String whyNot = informer.awaitListerReady(60_000);
-    assertTrue(whyNot != null && whyNot.contains("stopped"), whyNot);
+    ListerAnswer whyNot = informer.listerSnapshot(0, 60_000);
+    assertTrue(
+        whyNot instanceof ListerAnswer.NotReady
+            && ((ListerAnswer.NotReady) whyNot).reason().contains("stopped"),
+        whyNot.toString());
     assertTrue(
         System.nanoTime() - waitBegan < 5_000_000_000L, "a stopped informer answers at once");
     assertEquals(InformerHealth.State.STOPPED, informer.health().state());
@@ -52,7 +55,7 @@ class NativeInformerContractTest {
             informer::health,
             () -> informer.pollChanges(1, 1),
             () -> informer.listerSnapshot(0),
-            () -> informer.awaitListerReady(1))) {
+            () -> informer.listerSnapshot(0, 1))) {
       IllegalStateException closed = assertThrows(IllegalStateException.class, call::run);
       assertTrue(closed.getMessage().contains("is closed"), closed.getMessage());
     }
@@ -214,7 +217,7 @@ class NativeInformerContractTest {
       assertThrows(IllegalArgumentException.class, () -> informer.pollChanges(10, -1));
       assertThrows(IllegalArgumentException.class, () -> informer.listerSnapshot(-1));
       IllegalArgumentException negativeWait =
-          assertThrows(IllegalArgumentException.class, () -> informer.awaitListerReady(-1));
+          assertThrows(IllegalArgumentException.class, () -> informer.listerSnapshot(0, -1));
       assertTrue(negativeWait.getMessage().contains("waitMillis"), negativeWait.getMessage());
       informer.start();
       // Extreme but legal values are served, not crashed on.

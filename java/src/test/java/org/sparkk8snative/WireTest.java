@@ -23,9 +23,8 @@ class WireTest {
     byte[] reason = "the cache may be stale".getBytes(StandardCharsets.UTF_8);
     assertEquals(
         new ListerAnswer.NotReady("the cache may be stale"), Wire.listerAnswer(frame(4, reason)));
-    assertEquals(
-        new ListerAnswer.Unchanged(42),
-        Wire.listerAnswer(frame(3, ByteBuffer.allocate(8).putLong(42).array())));
+    byte[] unchanged = frame(3, ByteBuffer.allocate(8).putLong(42).array());
+    assertEquals(new ListerAnswer.Unchanged(42, unchanged.length), Wire.listerAnswer(unchanged));
     byte[] name = "p1".getBytes(StandardCharsets.UTF_8);
     byte[] json = "{}".getBytes(StandardCharsets.UTF_8);
     ByteBuffer body = ByteBuffer.allocate(8 + 4 + 1 + 8 + 4 + name.length + 4 + json.length);

@@ -1,10 +1,5 @@
 package org.sparkk8snative.spark;
 
-import io.fabric8.kubernetes.api.model.Pod;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.List;
-import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -13,7 +8,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.sparkk8snative.ListerAnswer;
 import org.sparkk8snative.NativeInformer;
-import org.sparkk8snative.PodBatch;
 
 /**
  * Every {@code listerPollingInterval}, replaces Spark's snapshot with the native cache's contents
@@ -39,20 +33,9 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
   private boolean started;
   private volatile boolean stopped;
 
-  // Touched by the executor thread only.
-  /** The pods of the last snapshot by name, and that snapshot as handed to Spark. */
-  private Map<String, Pod> held = new HashMap<>();
-
-  private scala.collection.immutable.List<Pod> lastSnapshot;
-
-  /** Pods of the snapshot being handed over that came with their JSON. */
-  private int changedPods;
-
-  /** The view of the last snapshot handed to Spark (0: none). */
-  private long knownView;
-
-  private long notReadySince = -1;
-  private boolean warnedThisStreak;
+  // Used by the executor thread only.
+  private final HeldSnapshot held;
+  private final NotReadyStreak notReady;
 
   private volatile Round lastRound;
 
@@ -103,6 +86,8 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
     this.store = store;
     this.shared = shared;
     this.intervalMillis = intervalMillis;
+    this.held = new HeldSnapshot(shared::decode);
+    this.notReady = new NotReadyStreak(intervalMillis);
   }
 
   @Override
@@ -129,15 +114,15 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
     long next = intervalMillis;
     try {
       long began = System.nanoTime();
-      ListerAnswer answer = informer.listerSnapshot(knownView);
+      // While not ready, the native side waits for readiness (a sync, or the renewal that proves
+      // a quiet watch again) and takes the snapshot at once; an answer that comes early without
+      // one (the informer stopping) still paces the retries.
+      ListerAnswer answer = informer.listerSnapshot(held.view(), READY_WAIT_MILLIS);
       if (answer instanceof ListerAnswer.NotReady) {
-        skip(((ListerAnswer.NotReady) answer).reason());
-        // Wait for readiness (a sync, or the renewal that proves a quiet watch again), then take
-        // the snapshot at once; a wait that ends early without it (the informer stopping) still
-        // paces the retries.
-        String notReady = informer.awaitListerReady(READY_WAIT_MILLIS);
+        notReady.skipped(
+            ((ListerAnswer.NotReady) answer).reason(), () -> informer.health().description());
         long waited = (System.nanoTime() - began) / 1_000_000;
-        next = notReady == null ? 0 : Math.max(0, READY_WAIT_MILLIS - waited);
+        next = Math.max(0, READY_WAIT_MILLIS - waited);
       } else {
         replace(answer, began);
       }
@@ -155,79 +140,21 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
   }
 
   private void replace(ListerAnswer answer, long began) {
-    changedPods = 0;
-    scala.collection.immutable.List<Pod> pods;
-    long view;
-    int frameBytes;
-    if (answer instanceof ListerAnswer.Ready) {
-      ListerAnswer.Ready ready = (ListerAnswer.Ready) answer;
-      pods = assemble(ready.entries());
-      view = ready.view();
-      frameBytes = ready.frameBytes();
-    } else {
-      pods = lastSnapshot;
-      view = ((ListerAnswer.Unchanged) answer).view();
-      frameBytes = 10; // the UNCHANGED frame: version, tag and view
-    }
-    if (pods == null) {
-      // A pod marked unchanged that this source does not hold: should not happen; ask for
-      // every pod next round rather than guess.
-      knownView = 0;
+    HeldSnapshot.Assembled snapshot = held.assemble(answer);
+    if (snapshot == null) {
       return;
     }
+    int frameBytes =
+        answer instanceof ListerAnswer.Ready
+            ? ((ListerAnswer.Ready) answer).frameBytes()
+            : ((ListerAnswer.Unchanged) answer).frameBytes();
     long handOver = System.nanoTime();
-    store.replaceSnapshot(pods);
+    store.replaceSnapshot(snapshot.pods);
     long done = System.nanoTime();
-    lastRound = new Round(done - began, done - handOver, pods.size(), changedPods, frameBytes);
-    lastSnapshot = pods;
-    knownView = view;
-    if (warnedThisStreak) {
-      LOG.info(
-          "Lister ready again after {} ms; {} executor pods",
-          System.currentTimeMillis() - notReadySince,
-          pods.size());
-    }
-    notReadySince = -1;
-    warnedThisStreak = false;
-  }
-
-  /**
-   * Spark's list of the snapshot's pods, reusing those held; null if an unchanged one is not held.
-   */
-  private scala.collection.immutable.List<Pod> assemble(List<PodBatch.Entry> entries) {
-    List<Pod> pods = new ArrayList<>(entries.size());
-    Map<String, Pod> current = new HashMap<>(entries.size() * 2);
-    for (PodBatch.Entry entry : entries) {
-      boolean unchanged = entry.kind() == PodBatch.UNCHANGED;
-      Pod pod = unchanged ? held.get(entry.podName()) : shared.decode(entry);
-      changedPods += unchanged ? 0 : 1;
-      if (pod == null) {
-        LOG.debug(
-            "Lister: pod {} marked unchanged but not held; every pod next round", entry.podName());
-        return null;
-      }
-      current.put(entry.podName(), pod);
-      pods.add(pod);
-    }
-    held = current;
-    return ScalaCollections.toScalaList(pods);
-  }
-
-  private void skip(String reason) {
-    long now = System.currentTimeMillis();
-    if (notReadySince < 0) {
-      notReadySince = now;
-    }
-    LOG.debug("Lister round waits: {}", reason);
-    // A skipped round is normal for a moment; when it lasts, the operator should know.
-    if (!warnedThisStreak && now - notReadySince >= 2 * intervalMillis) {
-      warnedThisStreak = true;
-      LOG.warn(
-          "No executor pod snapshot for {} ms: {}. Informer: {}",
-          now - notReadySince,
-          reason,
-          informer.health().description());
-    }
+    held.handedOver(snapshot);
+    int pods = snapshot.pods.size();
+    lastRound = new Round(done - began, done - handOver, pods, snapshot.decodedPods, frameBytes);
+    notReady.ended(pods);
   }
 
   /** The last snapshot handed to Spark, or null before the first. */

@@ -29,6 +29,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.sparkk8snative.ExecutorServiceNames;
 import org.sparkk8snative.InformerHealth;
+import org.sparkk8snative.ListerAnswer;
 import org.sparkk8snative.NativeInformer;
 import org.sparkk8snative.TestPlane;
 import scala.jdk.javaapi.CollectionConverters;
@@ -694,7 +695,7 @@ class ChaosRunTest {
           return h.state() == InformerHealth.State.SYNCED
               && h.millisSinceLastActivity() >= 0
               && h.millisSinceLastActivity() < staleBoundMs
-              && informer.awaitListerReady(0) == null;
+              && informer.listerSnapshot(0) instanceof ListerAnswer.Ready;
         });
   }
 

@@ -47,15 +47,13 @@ public final class NativeLoadSmoke {
     try (NativeInformer informer = NativeInformer.create(conf, appId)) {
       long began = System.nanoTime();
       informer.start();
-      String notReady = informer.awaitListerReady(60_000);
-      check(notReady == null, "the lister is not ready after 60 s: " + notReady);
+      ListerAnswer answer = informer.listerSnapshot(0, 60_000);
+      check(answer instanceof ListerAnswer.Ready, "the lister after up to 60 s: " + answer);
       InformerHealth health = informer.health();
       System.out.printf(
           "synced in %d ms: %s%n", (System.nanoTime() - began) / 1_000_000, health);
       check(health.state() == InformerHealth.State.SYNCED, "health is not Synced");
       check(health.cacheSize() == pods, "cache holds " + health.cacheSize() + " pods");
-      ListerAnswer answer = informer.listerSnapshot(0);
-      check(answer instanceof ListerAnswer.Ready, "lister snapshot: " + answer);
       List<?> entries = ((ListerAnswer.Ready) answer).entries();
       check(entries.size() == pods, "the snapshot holds " + entries.size() + " pods");
       System.out.println("lister snapshot: " + entries.size() + " executor pods");

@@ -43,8 +43,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * counted toward {@code spark.executor.maxNumFailures} during that loss (the number the victim's
  * failure must count, plus one for each other executor lost with a failed pod), one executor added
  * for each executor lost, no other executor removed as missing, the victim removed no later than
- * with Spark's own sources plus {@link #REMOVAL_SLACK_MS}, and its replacement registered no later
- * than with Spark's own plus {@link #REPLACEMENT_SLACK_MS}.
+ * with Spark's own sources plus {@link #REMOVAL_SLACK_MS}, and the app whole again (its
+ * replacement, and any other added meanwhile, registered) no later than with Spark's own plus
+ * {@link #REPLACEMENT_SLACK_MS}.
  */
 @Tag("node")
 class ExecutorFailuresTest {
@@ -79,9 +80,13 @@ class ExecutorFailuresTest {
   /**
    * What one failure did, counted from its start to its replacement's registration: how Spark
    * explained the loss, the failures it counted and the executors it added meanwhile, the times
-   * from the failure to Spark's removal of the executor and to the first executor registered after
-   * it (the replacement), and Spark's reasons for removing any other executor meanwhile (a healthy
-   * executor sometimes misses its heartbeats while the stage reruns, and Spark replaces it too).
+   * from the failure to Spark's removal of the executor and to the app's being whole again (the
+   * last executor added meanwhile registered: the victim's replacement, and that of any other
+   * executor Spark removed meanwhile), and Spark's reasons for removing any other executor
+   * meanwhile (a healthy executor sometimes misses its heartbeats while the stage reruns, or exits,
+   * and Spark replaces it too). Whole again, not the first registration: on 2026-12-06 an executor
+   * of Spark's own run exited meanwhile and its replacement registered first, 9.5 s after the
+   * failure, against 25.5-28.8 s for a hung victim's own replacement.
    */
   private record Loss(
       String failure,
@@ -89,7 +94,7 @@ class ExecutorFailuresTest {
       int failuresCounted,
       int executorsAdded,
       long millis,
-      long replacedMillis,
+      long wholeAgainMillis,
       List<String> othersRemoved,
       List<String> allocatorRequests) {}
 
@@ -228,8 +233,8 @@ class ExecutorFailuresTest {
                 .filter(e -> !removedBefore.contains(e.getKey()) && !e.getKey().equals(victim))
                 .map(e -> e.getKey() + ": " + String.join(" | ", e.getValue()))
                 .toList();
-        long replaced =
-            addedAt.values().stream().filter(at -> at > began).min(Long::compare).orElseThrow();
+        long wholeAgain =
+            addedAt.values().stream().filter(at -> at > began).max(Long::compare).orElseThrow();
         losses.add(
             new Loss(
                 failure.getKey(),
@@ -237,7 +242,7 @@ class ExecutorFailuresTest {
                 lifecycle.getNumExecutorsFailed() - failedBefore,
                 added.size() - addedBefore,
                 millis,
-                (replaced - began) / 1_000_000,
+                (wholeAgain - began) / 1_000_000,
                 othersRemoved,
                 allocatorRequests(allocatorLog).stream().skip(requestsBefore).toList()));
       }
@@ -333,21 +338,21 @@ class ExecutorFailuresTest {
       Loss n = nativeRun.losses().get(i);
       Loss l = legacyRun.losses().get(i);
       System.out.printf(
-          "%-15s native: %-20s failures +%d, executors +%d, removed after %5d ms, replaced after %5d"
-              + " ms, others removed %s | legacy: %-20s failures +%d, executors +%d, removed after %5d"
-              + " ms, replaced after %5d ms, others removed %s%n",
+          "%-15s native: %-20s failures +%d, executors +%d, removed after %5d ms, whole again after"
+              + " %5d ms, others removed %s | legacy: %-20s failures +%d, executors +%d, removed after"
+              + " %5d ms, whole again after %5d ms, others removed %s%n",
           n.failure(),
           kind(n.sparkReason()),
           n.failuresCounted(),
           n.executorsAdded(),
           n.millis(),
-          n.replacedMillis(),
+          n.wholeAgainMillis(),
           n.othersRemoved(),
           kind(l.sparkReason()),
           l.failuresCounted(),
           l.executorsAdded(),
           l.millis(),
-          l.replacedMillis(),
+          l.wholeAgainMillis(),
           l.othersRemoved());
       assertEquals(outcome(l), outcome(n), n.failure() + ": Spark's reason");
       for (var run : Map.of("native", n, "Spark's own", l).entrySet()) {
@@ -392,12 +397,12 @@ class ExecutorFailuresTest {
               + l.millis()
               + " ms with its own");
       assertTrue(
-          n.replacedMillis() <= l.replacedMillis() + REPLACEMENT_SLACK_MS,
+          n.wholeAgainMillis() <= l.wholeAgainMillis() + REPLACEMENT_SLACK_MS,
           n.failure()
-              + ": the victim's replacement registered "
-              + n.replacedMillis()
+              + ": the app was whole again (every executor added meanwhile registered) "
+              + n.wholeAgainMillis()
               + " ms after the failure with the native sources, "
-              + l.replacedMillis()
+              + l.wholeAgainMillis()
               + " ms with Spark's own");
     }
     assertEquals("exit 137, OOMKilled", kind(nativeRun.losses().get(0).sparkReason()));

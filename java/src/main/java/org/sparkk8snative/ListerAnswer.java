@@ -9,7 +9,16 @@ import java.util.Objects;
  * artifact is compiled for Java 8.
  */
 public abstract class ListerAnswer {
-  private ListerAnswer() {}
+  private final int frameBytes;
+
+  private ListerAnswer(int frameBytes) {
+    this.frameBytes = frameBytes;
+  }
+
+  /** Bytes that crossed JNI for this answer. */
+  public int frameBytes() {
+    return frameBytes;
+  }
 
   /**
    * Every cached pod; those the caller holds (generation at or below its known view) without JSON.
@@ -17,16 +26,15 @@ public abstract class ListerAnswer {
   public static final class Ready extends ListerAnswer {
     private final List<PodBatch.Entry> entries;
     private final long view;
-    private final int frameBytes;
 
     /**
      * @param view identifies these contents; pass it as {@code knownView} next time
      * @param frameBytes bytes that crossed JNI for this answer
      */
     public Ready(List<PodBatch.Entry> entries, long view, int frameBytes) {
+      super(frameBytes);
       this.entries = entries;
       this.view = view;
-      this.frameBytes = frameBytes;
     }
 
     public List<PodBatch.Entry> entries() {
@@ -37,13 +45,9 @@ public abstract class ListerAnswer {
       return view;
     }
 
-    public int frameBytes() {
-      return frameBytes;
-    }
-
     @Override
     public String toString() {
-      return "Ready[" + entries.size() + " entries, view " + view + ", " + frameBytes + " bytes]";
+      return "Ready[" + entries.size() + " entries, view " + view + ", " + frameBytes() + " bytes]";
     }
   }
 
@@ -52,39 +56,34 @@ public abstract class ListerAnswer {
    */
   public static final class Unchanged extends ListerAnswer {
     private final long view;
-    private final int frameBytes;
 
     /**
      * @param frameBytes bytes that crossed JNI for this answer
      */
     public Unchanged(long view, int frameBytes) {
+      super(frameBytes);
       this.view = view;
-      this.frameBytes = frameBytes;
     }
 
     public long view() {
       return view;
     }
 
-    public int frameBytes() {
-      return frameBytes;
-    }
-
     @Override
     public boolean equals(Object o) {
       return o instanceof Unchanged
           && ((Unchanged) o).view == view
-          && ((Unchanged) o).frameBytes == frameBytes;
+          && ((Unchanged) o).frameBytes() == frameBytes();
     }
 
     @Override
     public int hashCode() {
-      return Long.hashCode(view) * 31 + frameBytes;
+      return Long.hashCode(view) * 31 + frameBytes();
     }
 
     @Override
     public String toString() {
-      return "Unchanged[view " + view + ", " + frameBytes + " bytes]";
+      return "Unchanged[view " + view + ", " + frameBytes() + " bytes]";
     }
   }
 
@@ -95,7 +94,11 @@ public abstract class ListerAnswer {
   public static final class NotReady extends ListerAnswer {
     private final String reason;
 
-    public NotReady(String reason) {
+    /**
+     * @param frameBytes bytes that crossed JNI for this answer
+     */
+    public NotReady(String reason, int frameBytes) {
+      super(frameBytes);
       this.reason = reason;
     }
 
@@ -105,12 +108,14 @@ public abstract class ListerAnswer {
 
     @Override
     public boolean equals(Object o) {
-      return o instanceof NotReady && Objects.equals(((NotReady) o).reason, reason);
+      return o instanceof NotReady
+          && Objects.equals(((NotReady) o).reason, reason)
+          && ((NotReady) o).frameBytes() == frameBytes();
     }
 
     @Override
     public int hashCode() {
-      return Objects.hashCode(reason);
+      return Objects.hashCode(reason) * 31 + frameBytes();
     }
 
     @Override

@@ -51,7 +51,7 @@ final class Wire {
                 String reason =
                     new String(frame, in.position(), in.remaining(), StandardCharsets.UTF_8);
                 in.position(in.limit());
-                return new ListerAnswer.NotReady(reason);
+                return new ListerAnswer.NotReady(reason, frame.length);
               }
             default:
               throw new IllegalArgumentException("not a lister answer: tag " + tag);

@@ -21,8 +21,10 @@ class WireTest {
   @Test
   void listerAnswersDecodeToTheirType() {
     byte[] reason = "the cache may be stale".getBytes(StandardCharsets.UTF_8);
+    byte[] notReady = frame(4, reason);
     assertEquals(
-        new ListerAnswer.NotReady("the cache may be stale"), Wire.listerAnswer(frame(4, reason)));
+        new ListerAnswer.NotReady("the cache may be stale", notReady.length),
+        Wire.listerAnswer(notReady));
     byte[] unchanged = frame(3, ByteBuffer.allocate(8).putLong(42).array());
     assertEquals(new ListerAnswer.Unchanged(42, unchanged.length), Wire.listerAnswer(unchanged));
     byte[] name = "p1".getBytes(StandardCharsets.UTF_8);

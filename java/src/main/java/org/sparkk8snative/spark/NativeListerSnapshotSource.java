@@ -144,16 +144,13 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
     if (snapshot == null) {
       return;
     }
-    int frameBytes =
-        answer instanceof ListerAnswer.Ready
-            ? ((ListerAnswer.Ready) answer).frameBytes()
-            : ((ListerAnswer.Unchanged) answer).frameBytes();
     long handOver = System.nanoTime();
     store.replaceSnapshot(snapshot.pods);
     long done = System.nanoTime();
     held.handedOver(snapshot);
     int pods = snapshot.pods.size();
-    lastRound = new Round(done - began, done - handOver, pods, snapshot.decodedPods, frameBytes);
+    lastRound =
+        new Round(done - began, done - handOver, pods, snapshot.decodedPods, answer.frameBytes());
     notReady.ended(pods);
   }
 

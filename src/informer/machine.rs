@@ -66,22 +66,24 @@ use crate::settings::{self, InitialList};
 
 /// Where the informer is, as the apiserver sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// Each phase carries what only it has: the list in progress (`listing`, when it began) or the
+/// watch request in progress (`watch`).
 pub enum Phase {
     /// Listing for the first time (one attempt after another); the cache is empty and
     /// never served. How the list is made is the machine's `strategy` (Auto falls back to the
     /// watch cache as an explicit transition), which every relist uses too.
-    InitialList,
+    InitialList { listing: Option<Instant> },
     /// Following the apiserver with a watch (resuming from the last resourceVersion after
     /// a disconnect); the cache is current as of the last byte that watch received.
-    Watching { since: Instant },
+    Watching { since: Instant, watch: Option<CurrentWatch> },
     /// After a stale spell or a broken watch: a consistent read, then the watch resumed from the
     /// cache's resourceVersion, replaying what it missed. The watch proves nothing until it reaches
     /// the read's resourceVersion (module doc); after a stale spell nothing is served till then.
-    Resuming { proof: ProofRead, after: ResumeCause },
+    Resuming { proof: ProofRead, after: ResumeCause, watch: Option<CurrentWatch> },
     /// Listing again: the watch could not resume (410 Gone), or a watch resumed behind a
     /// consistent read did not catch up. The old cache serves only while provably within the
     /// bound, and never after a stale spell.
-    Relisting { cause: RelistCause },
+    Relisting { cause: RelistCause, listing: Option<Instant> },
     /// Stopped for good.
     Stopped,
 }
@@ -139,13 +141,13 @@ impl ResumeCause {
 impl Phase {
     pub fn name(&self) -> &'static str {
         match self {
-            Phase::InitialList => "initial list",
+            Phase::InitialList { .. } => "initial list",
             Phase::Watching { .. } => "watching",
             Phase::Resuming { after: ResumeCause::StaleSpell, .. } => "resuming after a stale spell",
             Phase::Resuming { after: ResumeCause::Break, .. } => "resuming after a broken watch",
-            Phase::Relisting { cause: RelistCause::Gone } => "relisting after 410 Gone",
-            Phase::Relisting { cause: RelistCause::StaleSpell } => "relisting after a stale spell",
-            Phase::Relisting { cause: RelistCause::Break } => "relisting after a broken watch",
+            Phase::Relisting { cause: RelistCause::Gone, .. } => "relisting after 410 Gone",
+            Phase::Relisting { cause: RelistCause::StaleSpell, .. } => "relisting after a stale spell",
+            Phase::Relisting { cause: RelistCause::Break, .. } => "relisting after a broken watch",
             Phase::Stopped => "stopped",
         }
     }
@@ -235,15 +237,11 @@ pub struct InformerMachine {
     bounds: Bounds,
     /// How lists are made now (Auto may have fallen back to the watch cache).
     strategy: InitialList,
-    /// When the list in progress began, if one is.
-    list_began: Option<Instant>,
     /// When the last list completed.
     listed_at: Option<Instant>,
     /// The newest resourceVersion the cache holds everything up to (the last list's, then every
     /// event's and bookmark's): no list older than it is applied.
     resource_version: Option<String>,
-    /// The watch request in progress, if one is.
-    watch: Option<CurrentWatch>,
     /// The last clean end of a fresh WATCH response at its timeout.
     watch_end: Option<Instant>,
     /// The cache holds every change made before this instant (with `Watching`, also every
@@ -265,14 +263,12 @@ impl InformerMachine {
     /// `rules`: how Spark classifies the pods, which the change queue keeps from coalescing away.
     pub fn new(strategy: InitialList, bounds: Bounds, rules: SparkStateRules, now: Instant) -> Self {
         Self {
-            phase: Phase::InitialList,
+            phase: Phase::InitialList { listing: None },
             cache: ExecutorPodCache::new(rules),
             bounds,
             strategy,
-            list_began: None,
             listed_at: None,
             resource_version: None,
-            watch: None,
             watch_end: None,
             current_as_of: None,
             failures: None,
@@ -292,18 +288,15 @@ impl InformerMachine {
         if self.phase == Phase::Stopped {
             return Vec::new();
         }
-        if let Phase::Resuming { proof, after } = self.phase {
+        if let Phase::Resuming { proof, .. } = self.phase {
             match input {
                 Input::ListBegan => {
-                    self.list_began = Some(now);
-                    self.phase = Phase::Resuming { proof: ProofRead::Reading { began: Some(now) }, after };
+                    self.set_proof(ProofRead::Reading { began: Some(now) });
                     return Vec::new();
                 }
                 // The read proves a revision; its pods are the cache's business only if it relists.
                 Input::Listed(_) => return Vec::new(),
-                Input::ListDone { resource_version } => {
-                    return self.proof_answered(proof, after, resource_version, now)
-                }
+                Input::ListDone { resource_version } => return self.proof_answered(proof, resource_version, now),
                 _ => {}
             }
         }
@@ -317,7 +310,9 @@ impl InformerMachine {
             Input::WatchBegan => {
                 // Without etcd revisions to compare, freshness cannot be judged: every watch counts.
                 let fresh_at = revision(self.resource_version.as_deref()).is_none().then_some(now);
-                self.watch = Some(CurrentWatch { began: now, fresh_at });
+                if let Some(watch) = self.watch_slot() {
+                    *watch = Some(CurrentWatch { began: now, fresh_at });
+                }
                 Vec::new()
             }
             Input::Applied(pod) => {
@@ -340,7 +335,7 @@ impl InformerMachine {
             }
             Input::Bookmark { resource_version } => {
                 self.watched_news(Some(&resource_version), now);
-                if self.watch.is_some_and(|w| w.fresh_at.is_some()) && !self.resuming() {
+                if matches!(self.phase, Phase::Watching { watch: Some(CurrentWatch { fresh_at: Some(_), .. }), .. }) {
                     self.failures = None;
                 }
                 self.caught_up(now);
@@ -365,7 +360,7 @@ impl InformerMachine {
     }
 
     fn list_began(&mut self, now: Instant) -> Vec<Effect> {
-        if let Some(began) = self.list_began.filter(|_| self.strategy == InitialList::Auto) {
+        if let Some(began) = self.listing().filter(|_| self.strategy == InitialList::Auto) {
             // A streaming list whose stream ended before its last initial event, cleanly: the
             // server (or something between) does not carry streaming lists through. After a
             // failure it is a retry.
@@ -379,14 +374,18 @@ impl InformerMachine {
         } else {
             tracing::debug!("listing executor pods ({:?} initial list)", self.strategy);
         }
-        self.list_began = Some(now);
-        self.watch = None;
+        match &mut self.phase {
+            Phase::InitialList { listing } | Phase::Relisting { listing, .. } => *listing = Some(now),
+            // Every relist changes the phase before it lists; a list that began while watching
+            // anyway drops the watch as a 410 Gone does, and the cache serves what it proved.
+            _ => self.phase = Phase::Relisting { cause: RelistCause::Gone, listing: Some(now) },
+        }
         self.cache.begin_list();
         Vec::new()
     }
 
     fn list_done(&mut self, resource_version: String, now: Instant) -> Vec<Effect> {
-        let began = self.list_began.take().unwrap_or(now);
+        let began = self.take_listing().unwrap_or(now);
         if let Some(ours) = self.older_than_ours(&resource_version) {
             // A lagging apiserver's watch cache (or a list that asked for any state): applying it
             // would make up the deletion of every pod it lacks. The old cache stays as current as
@@ -410,10 +409,9 @@ impl InformerMachine {
         self.current_as_of = Some(now);
         self.listed_at = Some(now);
         self.failures = None;
-        self.phase = Phase::Watching { since: now };
         // Fresh by the list it just ended until the watch request that follows (after a streaming
         // list as after a list of pages) begins a watch of its own.
-        self.watch = Some(CurrentWatch { began: now, fresh_at: Some(now) });
+        self.phase = Phase::Watching { since: now, watch: Some(CurrentWatch { began: now, fresh_at: Some(now) }) };
         if !self.first_sync_logged {
             self.first_sync_logged = true;
             tracing::info!(
@@ -451,13 +449,14 @@ impl InformerMachine {
             // Older than the cache: only a bookmark of a lagging apiserver could be.
             return false;
         }
-        if let Some(watch) = self.watch.as_mut().filter(|w| w.fresh_at.is_none()) {
+        let resuming = self.resuming();
+        if let Some(Some(watch)) = self.watch_slot().filter(|w| w.is_some_and(|w| w.fresh_at.is_none())) {
             watch.fresh_at = Some(now);
             // Served as new as the cache: whatever failed before (a lagging apiserver's watch, a
             // refused request) is over. A replay of the last event shows it as well as news does,
             // and the wire alone cannot (its byte came before this moment). After a stale spell
             // only the catch-up with the consistent read does (`caught_up`).
-            if !matches!(self.phase, Phase::Resuming { .. }) {
+            if !resuming {
                 self.failures = None;
             }
         }
@@ -478,16 +477,41 @@ impl InformerMachine {
         matches!(self.phase, Phase::Resuming { .. })
     }
 
+    /// When the list in progress began (while resuming, the consistent read), if one has.
+    fn listing(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::InitialList { listing } | Phase::Relisting { listing, .. } => listing,
+            Phase::Resuming { proof: ProofRead::Reading { began }, .. } => began,
+            _ => None,
+        }
+    }
+
+    /// Ends the list in progress of a listing phase; when it began, if one had.
+    fn take_listing(&mut self) -> Option<Instant> {
+        match &mut self.phase {
+            Phase::InitialList { listing } | Phase::Relisting { listing, .. } => listing.take(),
+            _ => None,
+        }
+    }
+
+    /// The watch request in progress, in the phases that follow one.
+    fn watch_slot(&mut self) -> Option<&mut Option<CurrentWatch>> {
+        match &mut self.phase {
+            Phase::Watching { watch, .. } | Phase::Resuming { watch, .. } => Some(watch),
+            _ => None,
+        }
+    }
+
+    /// The state of the consistent read a resuming watch must reach.
+    fn set_proof(&mut self, to: ProofRead) {
+        if let Phase::Resuming { proof, .. } = &mut self.phase {
+            *proof = to;
+        }
+    }
+
     /// The consistent read made before a resume answered at `resource_version`; the watch
     /// resumes from the cache's resourceVersion next (`listwatch::prove_then_resume`).
-    fn proof_answered(
-        &mut self,
-        proof: ProofRead,
-        after: ResumeCause,
-        resource_version: String,
-        now: Instant,
-    ) -> Vec<Effect> {
-        self.list_began = None;
+    fn proof_answered(&mut self, proof: ProofRead, resource_version: String, now: Instant) -> Vec<Effect> {
         let began = match proof {
             ProofRead::Reading { began } => began.unwrap_or(now),
             ProofRead::Answered { began, .. } => began,
@@ -508,11 +532,11 @@ impl InformerMachine {
                 ),
                 now,
             );
-            self.phase = Phase::Resuming { proof: ProofRead::Reading { began: None }, after };
+            self.set_proof(ProofRead::Reading { began: None });
             return vec![Effect::Relist];
         }
         tracing::debug!("consistent read at resourceVersion {resource_version}; resuming the watch to catch up");
-        self.phase = Phase::Resuming { proof: ProofRead::Answered { revision, began, answered: now }, after };
+        self.set_proof(ProofRead::Answered { revision, began, answered: now });
         self.caught_up(now);
         Vec::new()
     }
@@ -521,7 +545,8 @@ impl InformerMachine {
     /// a bookmark at least as new), every change made before the read has arrived, in order, and
     /// the cache is current as of the read's start.
     fn caught_up(&mut self, now: Instant) {
-        let Phase::Resuming { proof: ProofRead::Answered { revision: read, began, answered }, after } = self.phase
+        let Phase::Resuming { proof: ProofRead::Answered { revision: read, began, answered }, after, watch } =
+            self.phase
         else {
             return;
         };
@@ -536,7 +561,7 @@ impl InformerMachine {
         );
         self.current_as_of = self.current_as_of.max(Some(began));
         self.failures = None;
-        self.phase = Phase::Watching { since: now };
+        self.phase = Phase::Watching { since: now, watch };
     }
 
     /// How long a resumed watch gets to catch up with the consistent read.
@@ -553,10 +578,8 @@ impl InformerMachine {
             _ => (RelistCause::StaleSpell, ", and no snapshot until that list completes"),
         };
         tracing::warn!("executor pod informer: {why}; relisting{meanwhile}");
-        self.phase = Phase::Relisting { cause };
+        self.phase = Phase::Relisting { cause, listing: None };
         self.relists += 1;
-        self.watch = None;
-        self.list_began = None;
         vec![Effect::Relist]
     }
 
@@ -564,7 +587,7 @@ impl InformerMachine {
     /// current as of `proves`; one that ended so without having shown anything as new as the
     /// cache came from an apiserver whose watch cache is older than ours.
     fn watch_ended(&mut self, proves: Option<Instant>, now: Instant) -> Vec<Effect> {
-        let Some(watch) = self.watch.take() else {
+        let Some(watch) = self.watch_slot().and_then(Option::take) else {
             return Vec::new();
         };
         let clean_end = proves.filter(|at| *at > watch.began);
@@ -615,7 +638,7 @@ impl InformerMachine {
     fn after_failure(&mut self, status: Option<u16>) -> Vec<Effect> {
         let unsupported = matches!(status, Some(400 | 422 | 501));
         match self.phase {
-            Phase::InitialList if unsupported && self.strategy == InitialList::Auto => {
+            Phase::InitialList { .. } if unsupported && self.strategy == InitialList::Auto => {
                 self.fall_back_from_streaming("the apiserver refused it")
             }
             Phase::Resuming { after, .. } if status == Some(410) => {
@@ -628,10 +651,9 @@ impl InformerMachine {
                 // answer that said 410 proves the apiserver alive, not the cache current.
                 if let Phase::Watching { .. } = self.phase {
                     self.current_as_of = self.current_as_of(None).or(self.current_as_of);
-                    self.phase = Phase::Relisting { cause: RelistCause::Gone };
+                    self.phase = Phase::Relisting { cause: RelistCause::Gone, listing: None };
                     self.relists += 1;
                 }
-                self.watch = None;
                 vec![Effect::Relist]
             }
             Phase::Watching { .. } => self.resume_after_break(),
@@ -651,26 +673,34 @@ impl InformerMachine {
             "executor pod watch broke; resuming it from resourceVersion {} after a consistent read",
             self.resource_version.as_deref().unwrap_or_default()
         );
-        self.phase = Phase::Resuming { proof: ProofRead::Reading { began: None }, after: ResumeCause::Break };
-        self.watch = None;
+        self.phase =
+            Phase::Resuming { proof: ProofRead::Reading { began: None }, after: ResumeCause::Break, watch: None };
         vec![Effect::Relist]
     }
 
     /// A break whose resume has not proven the cache current for longer than the silence bound is
     /// a stale spell, as the same silence while watching is (a 429 burst after a cut, an outage).
     /// The read or watch in flight goes on.
-    fn break_outlasts_the_silence_bound(&mut self, proof: ProofRead, now: Instant) {
+    fn break_outlasts_the_silence_bound(&mut self, proof: ProofRead, watch: Option<CurrentWatch>, now: Instant) {
         let known = self.current_as_of.expect("a resuming cache has listed");
         let silent_for = now.saturating_duration_since(known);
         if silent_for > self.bounds.silence_bound {
-            self.stale_spell("the watch broke and nothing has proven the cache current", silent_for, proof, now);
+            let what = "the watch broke and nothing has proven the cache current";
+            self.stale_spell(what, silent_for, proof, watch, now);
         }
     }
 
     /// A silence longer than the silence bound: the cache is stale. Counted and shown; the watch
-    /// resumes behind a consistent read (`proof`, the one in flight if any), and nothing is served
-    /// until it catches up.
-    fn stale_spell(&mut self, what: &str, silent_for: Duration, proof: ProofRead, now: Instant) {
+    /// resumes behind a consistent read (`proof` and `watch`, those in flight if any), and nothing
+    /// is served until it catches up.
+    fn stale_spell(
+        &mut self,
+        what: &str,
+        silent_for: Duration,
+        proof: ProofRead,
+        watch: Option<CurrentWatch>,
+        now: Instant,
+    ) {
         let (silent, bound) = (silent_for.as_secs_f64(), self.bounds.silence_bound.as_secs_f64());
         tracing::warn!(
             "executor pod informer degraded: {what} for {silent:.1}s (a healthy watch is silent {bound:.1}s at most); \
@@ -678,7 +708,7 @@ impl InformerMachine {
             self.resource_version.as_deref().unwrap_or_default()
         );
         self.failed(format!("{what} for {silent:.1}s (silence bound {bound:.1}s)"), now);
-        self.phase = Phase::Resuming { proof, after: ResumeCause::StaleSpell };
+        self.phase = Phase::Resuming { proof, after: ResumeCause::StaleSpell, watch };
         self.resumes += 1;
     }
 
@@ -689,17 +719,16 @@ impl InformerMachine {
         // lagging apiserver answers too.
         if let (Some(run), Some(wire)) = (&self.failures, wire) {
             let counts = match self.phase {
-                Phase::Watching { .. } => self.watch.and_then(|w| w.fresh_at).is_some_and(|fresh| wire >= fresh),
-                Phase::Resuming { .. } | Phase::Relisting { cause: RelistCause::StaleSpell | RelistCause::Break } => {
-                    false
-                }
-                Phase::InitialList | Phase::Relisting { .. } | Phase::Stopped => true,
+                Phase::Watching { watch, .. } => watch.and_then(|w| w.fresh_at).is_some_and(|fresh| wire >= fresh),
+                Phase::Resuming { .. }
+                | Phase::Relisting { cause: RelistCause::StaleSpell | RelistCause::Break, .. } => false,
+                Phase::InitialList { .. } | Phase::Relisting { .. } | Phase::Stopped => true,
             };
             if wire > run.last_at && counts {
                 self.failures = None;
             }
         }
-        if let Some(began) = self.list_began {
+        if let Some(began) = self.listing() {
             if now.saturating_duration_since(began) > self.bounds.list_timeout {
                 let error = format!(
                     "the list did not complete within {:?} (raise {} if the namespace is large)",
@@ -707,18 +736,18 @@ impl InformerMachine {
                     settings::keys::INITIAL_LIST_TIMEOUT.name
                 );
                 self.failed(error, now);
-                self.list_began = None;
-                if let Phase::Resuming { after, .. } = self.phase {
-                    self.phase = Phase::Resuming { proof: ProofRead::Reading { began: None }, after };
+                if self.resuming() {
+                    self.set_proof(ProofRead::Reading { began: None });
                     return vec![Effect::Relist];
                 }
+                self.take_listing();
                 if self.strategy == InitialList::Auto {
                     return self.fall_back_from_streaming("it timed out");
                 }
                 return vec![Effect::Relist];
             }
         }
-        if let Phase::Resuming { proof: ProofRead::Answered { revision, answered, .. }, after } = self.phase {
+        if let Phase::Resuming { proof: ProofRead::Answered { revision, answered, .. }, after, .. } = self.phase {
             let wait = self.proof_wait();
             if now.saturating_duration_since(answered) > wait {
                 let ours = self.resource_version.clone().unwrap_or_default();
@@ -732,8 +761,8 @@ impl InformerMachine {
                 return self.relist_after_resume(why);
             }
         }
-        if let Phase::Resuming { proof, after: ResumeCause::Break } = self.phase {
-            self.break_outlasts_the_silence_bound(proof, now);
+        if let Phase::Resuming { proof, after: ResumeCause::Break, watch } = self.phase {
+            self.break_outlasts_the_silence_bound(proof, watch, now);
             return Vec::new();
         }
         let Phase::Watching { .. } = self.phase else {
@@ -748,8 +777,8 @@ impl InformerMachine {
             }
             WatchAsOf::Current(as_of) | WatchAsOf::ResumedAfterSilence(as_of) => {
                 let silent_for = now.saturating_duration_since(self.alive_as_of(as_of));
-                self.stale_spell("no response from the apiserver", silent_for, ProofRead::Reading { began: None }, now);
-                self.watch = None;
+                let proof = ProofRead::Reading { began: None };
+                self.stale_spell("no response from the apiserver", silent_for, proof, None, now);
                 vec![Effect::Relist]
             }
         }
@@ -761,7 +790,7 @@ impl InformerMachine {
             settings::keys::INITIAL_LIST.name
         );
         self.strategy = InitialList::WatchCache;
-        self.list_began = None;
+        self.take_listing();
         vec![Effect::Relist]
     }
 
@@ -773,7 +802,7 @@ impl InformerMachine {
     /// next tick relists).
     fn watch_as_of(&self, wire: Option<Instant>) -> WatchAsOf {
         let mut known = self.current_as_of.expect("a watching cache has listed");
-        let Phase::Watching { since } = self.phase else {
+        let Phase::Watching { since, watch } = self.phase else {
             return WatchAsOf::Current(known);
         };
         let after = |at: Option<Instant>, since: Instant, known: Instant| at.filter(|t| *t >= since && *t > known);
@@ -781,7 +810,7 @@ impl InformerMachine {
             known = proven;
         }
         // Bytes prove only on a watch that has shown it is served as new as the cache.
-        let fresh_since = self.watch.as_ref().and_then(|w| w.fresh_at);
+        let fresh_since = watch.and_then(|w| w.fresh_at);
         match fresh_since.and_then(|fresh| after(wire, fresh.max(since), known)) {
             None => WatchAsOf::Current(known),
             Some(w) if w - known <= self.bounds.stale_bound => WatchAsOf::Current(w),
@@ -797,7 +826,7 @@ impl InformerMachine {
     /// begun long before). Silence is measured from here.
     fn alive_as_of(&self, as_of: Instant) -> Instant {
         match self.phase {
-            Phase::Watching { since } => as_of.max(since),
+            Phase::Watching { since, .. } => as_of.max(since),
             _ => as_of,
         }
     }
@@ -814,13 +843,13 @@ impl InformerMachine {
     pub fn readiness(&self, now: Instant, wire: Option<Instant>) -> Result<(), NotReady> {
         match self.phase {
             Phase::Stopped => return Err(NotReady::Stopped),
-            Phase::InitialList => return Err(NotReady::NeverSynced),
+            Phase::InitialList { .. } => return Err(NotReady::NeverSynced),
             Phase::Resuming { after: ResumeCause::StaleSpell, .. } => return Err(NotReady::Resuming),
-            Phase::Relisting { cause: RelistCause::StaleSpell } => return Err(NotReady::Relisting),
+            Phase::Relisting { cause: RelistCause::StaleSpell, .. } => return Err(NotReady::Relisting),
             // After a break the cache serves what the broken watch proved, within the stale bound.
             Phase::Watching { .. }
             | Phase::Resuming { after: ResumeCause::Break, .. }
-            | Phase::Relisting { cause: RelistCause::Gone | RelistCause::Break } => {}
+            | Phase::Relisting { cause: RelistCause::Gone | RelistCause::Break, .. } => {}
         }
         if let WatchAsOf::ResumedAfterSilence(known) = self.watch_as_of(wire) {
             return Err(NotReady::Stale { silent_for: now.saturating_duration_since(known) });
@@ -979,8 +1008,8 @@ impl InformerMachine {
 }
 
 /// The watch request in progress.
-#[derive(Debug, Clone, Copy)]
-struct CurrentWatch {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CurrentWatch {
     began: Instant,
     /// When it first showed a resourceVersion at least as new as the cache's: from then on its
     /// bytes and its clean end prove the cache current.

@@ -61,8 +61,12 @@ format:
 	cargo fmt --all
 	cd java && mvn -B -ntp -q -N spotless:apply
 
+# Every benchmark writes its sections of BENCHMARKS.md and README.md, and its
+# chart, under target/bench/; `make bench-publish` copies them into the
+# repository's files (each section names the commit it measured).
+
 # Legacy Spark sources, a fabric8 informer and the native sources side by side,
-# each in its own JVM (writes BENCHMARKS.md, docs/benchmark.png and the README's
+# each in its own JVM (the JVM section, docs/benchmark.png and the README's
 # headline table; about 36 min).
 bench:
 	scripts/bench.sh sources
@@ -72,19 +76,25 @@ bench:
 # memory, requests by verb and etcd requests, and another client's latency
 # (drivers pinned apart from the control plane), for no drivers, legacy, fabric8,
 # native and native with long watches, at 10/30/100 drivers, 5 repetitions in
-# shuffled order (writes BENCHMARKS.md's fleet section, docs/fleet.png and the
-# README's fleet table; about 75 minutes).
+# shuffled order (the fleet section, docs/fleet.png and the README's fleet
+# table; about 75 minutes).
 bench-fleet:
 	scripts/bench.sh fleet
 
 # Spark on the real node, native sources against Spark's own, 5 rounds
-# (writes BENCHMARKS.md's "real node" section; ~10 min).
+# (the "real node" section; ~10 min).
 bench-node:
 	scripts/bench-node.sh full
 
-# Informer figures next to a raw LIST and a raw watch (writes BENCHMARKS.md).
+# Informer figures next to a raw LIST and a raw watch (the informer section).
 bench-informer:
 	LOCALPLANE_BIN=$$(scripts/localplane-build.sh) cargo bench --bench informer
+
+# What the full benchmarks wrote under target/bench/, into BENCHMARKS.md,
+# README.md and docs/.
+.PHONY: bench-publish
+bench-publish:
+	scripts/bench.sh publish
 
 # The chaos run alone (it also runs in `make test`), replayed or longer:
 # make chaos CHAOS_SEED=<seed a run printed> CHAOS_SECONDS=600

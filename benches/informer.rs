@@ -301,7 +301,8 @@ async fn main() {
 
     println!("{report}");
     if !quick {
-        write_section("BENCHMARKS.md", "informer", &report);
+        // The repository's BENCHMARKS.md changes only by `make bench-publish`.
+        write_section("target/bench/BENCHMARKS.md", "informer", &report);
     }
 }
 
@@ -315,6 +316,7 @@ fn write_section(path: &str, name: &str, body: &str) {
         (Some(a), Some(b)) => format!("{}{}{}", &text[..a], section, &text[b + end.len()..]),
         _ => format!("{}\n{}\n", text.trim_end(), section),
     };
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, text).unwrap();
-    eprintln!("[bench] wrote the {name} section of {}", path.display());
+    eprintln!("[bench] wrote the {name} section of {} (publish it: make bench-publish)", path.display());
 }

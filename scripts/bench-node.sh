@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The real-node benchmark: Spark jobs on executor pods that are processes,
 # native sources against Spark's own, round after round in one run.
-#   scripts/bench-node.sh            full run (warm-up + 5 rounds, about 6 minutes): BENCHMARKS.md
+#   scripts/bench-node.sh            full run (warm-up + 5 rounds, about 6 minutes): its section
+#                                    of BENCHMARKS.md under target/bench/ (make bench-publish)
 #   scripts/bench-node.sh quick OUT  1 round, a smoke check of the harness, into OUT/
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$root"
 mode=${1:-full}
-markdown=BENCHMARKS.md
+markdown=${bench_results#"$root/"}/BENCHMARKS.md
 if [[ "$mode" == quick ]]; then
   markdown=${2:-target/bench-node-quick}/BENCHMARKS.md
 fi

@@ -12,15 +12,43 @@
 #            windows; about 75 minutes). BENCH_FLEET_REPS and BENCH_FLEET_WINDOW
 #            (seconds) shorten a full run by hand.
 #
-#   scripts/bench.sh BENCHMARK            full run: BENCHMARKS.md, its chart in docs/,
-#                                         README.md's table
+#   scripts/bench.sh BENCHMARK            full run: its sections of BENCHMARKS.md and
+#                                         README.md, and its chart, under target/bench/
 #   scripts/bench.sh BENCHMARK quick OUT  small numbers, a smoke check of the harness, into OUT/
+#   scripts/bench.sh publish [FROM [TO]]  copies every section of FROM's BENCHMARKS.md and
+#                                         README.md (target/bench: what full runs wrote) into
+#                                         TO's (the repository), and FROM/docs/*.png into TO/docs
+# A run never rewrites the repository's BENCHMARKS.md or README.md itself: figures are
+# published on purpose, once looked at, and each section names the commit it measured.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$root"
-benchmark=${1:?usage: scripts/bench.sh sources|fleet [quick OUT]}
+benchmark=${1:?usage: scripts/bench.sh sources|fleet [quick OUT] | publish [FROM [TO]]}
 mode=${2:-full}
+
+if [[ "$benchmark" == publish ]]; then
+  from=${2:-$bench_results} to=${3:-$root}
+  published=0
+  for file in BENCHMARKS.md README.md; do
+    [[ -f "$from/$file" ]] || continue
+    merge_markdown_sections "$from/$file" "$to/$file"
+    for name in $(markdown_section_names "$from/$file"); do
+      echo "published section $name of $file"
+      published=$((published + 1))
+    done
+  done
+  for chart in "$from"/docs/*.png; do
+    [[ -f "$chart" ]] || continue
+    mkdir -p "$to/docs" && cp "$chart" "$to/docs/"
+    echo "published docs/$(basename "$chart")"
+  done
+  if ((published == 0)); then
+    echo "nothing to publish in $from: run a full benchmark first (make bench, bench-fleet, bench-node, bench-informer)" >&2
+    exit 1
+  fi
+  exit 0
+fi
 case "$benchmark" in
   sources) main=org.sparkk8snative.bench.SnapshotSourcesBenchmark chart_name=benchmark.png ;;
   fleet) main=org.sparkk8snative.bench.FleetBenchmark chart_name=fleet.png ;;
@@ -31,7 +59,7 @@ if [[ "$mode" == quick ]]; then
   markdown="$out/BENCHMARKS.md" chart="$out/$chart_name" readme="$out/README.md"
   mkdir -p "$out"
 else
-  markdown=BENCHMARKS.md chart=docs/$chart_name readme=README.md
+  markdown=$bench_results/BENCHMARKS.md chart=$bench_results/docs/$chart_name readme=$bench_results/README.md
 fi
 
 # Every section the run writes names the commit it measured.
@@ -75,5 +103,6 @@ phase "benchmark $benchmark ($mode)"
 spark_java "$dir/plane.env" "$classes/test:$classes/main:$(cat java/target/bench.classpath)" \
   "$main" "$mode" "$markdown" "$chart" "$readme"
 echo "wrote $markdown, $chart and $readme's table"
+[[ "$mode" == quick ]] || echo "publish them into the repository's BENCHMARKS.md and README.md: make bench-publish"
 
 phase_summary

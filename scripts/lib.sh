@@ -9,6 +9,85 @@ spark_artifact=spark-k8s-native_2.13
 phase_began=$SECONDS
 phase_name=""
 phase_report=()
+# Where full benchmark runs write their sections of BENCHMARKS.md and README.md,
+# and their charts: the repository's copies change only by `scripts/bench.sh publish`.
+bench_results="$root/target/bench"
+
+# The names of the sections (<!-- NAME:start --> ... <!-- NAME:end -->) of a
+# markdown file, as the benchmarks write them.
+markdown_section_names() {
+  sed -n 's/^<!-- \([A-Za-z0-9_-]*\):start -->$/\1/p' "$1"
+}
+
+# Rewrites markdown file $2 with every section of $1 in place of its namesake
+# (appended when $2 has none); the rest of $2 stays as it is.
+merge_markdown_sections() {
+  local from=$1 to=$2 merged
+  merged=$(mktemp)
+  awk '
+    function section_name(line) {
+      if (line !~ /^<!-- [A-Za-z0-9_-]+:start -->$/) return ""
+      sub(/^<!-- /, "", line); sub(/:start -->$/, "", line)
+      return line
+    }
+    FNR == NR {
+      name = section_name($0)
+      if (name != "") { open_section = name; order[++count] = name; body[name] = $0; next }
+      if (open_section != "") {
+        body[open_section] = body[open_section] "\n" $0
+        if ($0 == "<!-- " open_section ":end -->") open_section = ""
+      }
+      next
+    }
+    skipping != "" { if ($0 == "<!-- " skipping ":end -->") skipping = ""; next }
+    {
+      name = section_name($0)
+      if (name in body) { print body[name]; written[name] = 1; skipping = name; next }
+      print
+    }
+    END { for (i = 1; i <= count; i++) if (!(order[i] in written)) printf "\n%s\n", body[order[i]] }
+  ' "$from" "$to" > "$merged"
+  mv "$merged" "$to"
+}
+
+# Publishes the sections of each results directory ($2...) into copies of the
+# repository's BENCHMARKS.md and README.md under $1, and fails unless every
+# section arrived as written and the text around the sections is unchanged.
+check_bench_publish() {
+  local scratch=$1 from file name
+  shift
+  rm -rf "$scratch" && mkdir -p "$scratch"
+  cp "$root/BENCHMARKS.md" "$root/README.md" "$scratch/"
+  for from in "$@"; do
+    "$root/scripts/bench.sh" publish "$from" "$scratch" > /dev/null
+  done
+  for file in BENCHMARKS.md README.md; do
+    if ! diff <(markdown_outside_sections "$root/$file") <(markdown_outside_sections "$scratch/$file") > /dev/null; then
+      echo "publishing changed $file outside its sections" >&2 && return 1
+    fi
+  done
+  for from in "$@"; do
+    for file in BENCHMARKS.md README.md; do
+      [[ -f "$from/$file" ]] || continue
+      for name in $(markdown_section_names "$from/$file"); do
+        if ! diff <(markdown_section "$name" "$from/$file") <(markdown_section "$name" "$scratch/$file") > /dev/null; then
+          echo "section $name of $from/$file was not published whole into $file" >&2 && return 1
+        fi
+        echo "published $name ($from/$file) into a copy of $file"
+      done
+    done
+  done
+}
+
+# Section NAME of a markdown file, its markers included.
+markdown_section() {
+  sed -n "/^<!-- $1:start -->\$/,/^<!-- $1:end -->\$/p" "$2"
+}
+
+# A markdown file without its sections.
+markdown_outside_sections() {
+  sed '/^<!-- [A-Za-z0-9_-]*:start -->$/,/^<!-- [A-Za-z0-9_-]*:end -->$/d' "$1"
+}
 
 phase() {
   phase_end

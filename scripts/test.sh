@@ -88,5 +88,11 @@ scripts/bench.sh sources quick target/bench-sources-quick
 phase "fleet benchmark harness, quick mode (scripts/bench.sh fleet quick)"
 scripts/bench.sh fleet quick target/bench-fleet-quick
 
+# Figures reach the repository's files only by publishing: into a copy of them,
+# each quick run's sections must land whole, and nothing outside them change.
+phase "benchmark figures published into a copy of BENCHMARKS.md and README.md"
+check_bench_publish "$root/target/bench-publish-check" \
+  target/bench-sources-quick target/bench-fleet-quick target/bench-node-quick
+
 phase_summary
 echo "all tests passed"

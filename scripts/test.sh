@@ -15,11 +15,14 @@ LOCALPLANE_BIN=$(scripts/localplane-build.sh)
 export LOCALPLANE_BIN
 echo "$LOCALPLANE_BIN"
 
-phase "node agent unit tests (go test: what the sealed cluster cannot show in minutes)"
-# With the flags scripts/localplane-build.sh built the agent with (-trimpath is
-# part of Go's cache key): the test build reuses its compiled dependencies
-# (client-go, virtual-kubelet) instead of compiling them a second time.
-(cd tests/localnode/agent && GOFLAGS="${GOFLAGS:-} -trimpath" GOTOOLCHAIN="${GOTOOLCHAIN:-auto}" go test ./...)
+phase "plane launcher and node agent unit tests (go test: what the sealed cluster cannot show in minutes)"
+# With the flags scripts/localplane-build.sh built them with (-trimpath is part
+# of Go's cache key): the test builds reuse their compiled dependencies (etcd,
+# client-go, virtual-kubelet) instead of compiling them a second time. The
+# launcher's: its fault proxy and its HA load balancer, against stand-ins.
+for module in tests/localplane tests/localnode/agent; do
+  (cd "$module" && GOFLAGS="${GOFLAGS:-} -trimpath" GOTOOLCHAIN="${GOTOOLCHAIN:-auto}" go test ./...)
+done
 
 phase "native libraries: ${native_platforms[*]} linked at glibc $glibc_floor, stripped (scripts/native-build.sh)"
 scripts/native-build.sh

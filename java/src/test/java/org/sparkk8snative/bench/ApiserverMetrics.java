@@ -30,6 +30,9 @@ final class ApiserverMetrics {
   /** Bytes of pod watch events the apiserver sent, to every watcher. */
   double podWatchEventBytes;
 
+  /** Pod watch events the apiserver sent, to every watcher. */
+  double podWatchEvents;
+
   /** CPU seconds of the apiserver process since it started. */
   double cpuSeconds;
 
@@ -84,9 +87,13 @@ final class ApiserverMetrics {
       double value = Double.parseDouble(matcher.group(3));
       String metric = matcher.group(1);
       // Labelled by resource since Kubernetes 1.30 (by kind before).
-      if (metric.equals("apiserver_watch_events_sizes_sum")
-          && ("pods".equals(labels.get("resource")) || "Pod".equals(labels.get("kind")))) {
+      boolean podWatchMetric =
+          "pods".equals(labels.get("resource")) || "Pod".equals(labels.get("kind"));
+      if (metric.equals("apiserver_watch_events_sizes_sum") && podWatchMetric) {
         m.podWatchEventBytes += value;
+      }
+      if (metric.equals("apiserver_watch_events_total") && podWatchMetric) {
+        m.podWatchEvents += value;
       }
       if (metric.equals("etcd_requests_total")) {
         m.etcdRequests += value;

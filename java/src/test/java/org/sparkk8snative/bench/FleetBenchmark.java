@@ -29,7 +29,9 @@ import org.sparkk8snative.TestPlane;
  * LISTs and GETs pods. Over the window it takes the apiserver's CPU and memory and its requests by
  * verb (from its {@code /metrics}), its requests to etcd, the CPU of the launcher that embeds etcd,
  * and the unrelated client's latencies. Every (size, contender) runs once per repetition, in an
- * order shuffled per repetition from a printed seed.
+ * order shuffled per repetition from a printed seed. Before the runs, on the idle plane, it
+ * measures what each kind of request a driver makes costs the apiserver ({@link UnitCosts}), to
+ * cross-check the fleet's figures.
  *
  * <p>Usage: {@code FleetBenchmark full|quick <BENCHMARKS.md> <chart.png> <README.md>}.
  */
@@ -46,6 +48,7 @@ public final class FleetBenchmark {
   private final PlaneHttp http;
   private final Churn churn;
   private final List<FleetReport.Run> runs = new ArrayList<>();
+  private Map<String, List<Double>> unitCosts = Map.of();
   private final Map<Integer, List<String>> orders = new LinkedHashMap<>();
 
   private FleetBenchmark(FleetPlan plan) {
@@ -64,6 +67,8 @@ public final class FleetBenchmark {
     long began = System.nanoTime();
     bench.attributeTheDriversTheirOwnFlow();
     bench.populate();
+    bench.measureUnitCosts(
+        args[0].equals("quick") ? UnitCosts.Plan.quick() : UnitCosts.Plan.full());
     for (int rep = 1; rep <= plan.repetitions(); rep++) {
       List<String> order = new ArrayList<>();
       for (int size : plan.drivers()) {
@@ -84,7 +89,11 @@ public final class FleetBenchmark {
     }
     FleetReport report =
         new FleetReport(
-            plan, bench.runs, bench.orders, (System.nanoTime() - began) / 1_000_000_000L);
+            plan,
+            bench.runs,
+            bench.unitCosts,
+            bench.orders,
+            (System.nanoTime() - began) / 1_000_000_000L);
     report.writeMarkdown(Paths.get(args[1]));
     FleetChart.write(report, Paths.get(args[2]));
     report.writeReadmeHeadline(Paths.get(args[3]));
@@ -166,6 +175,23 @@ public final class FleetBenchmark {
     progress(String.format("pods created in %.0f s", (System.nanoTime() - began) / 1e9));
   }
 
+  /** Unit costs on the populated, idle plane, as the drivers' identity; the first driver's app. */
+  private void measureUnitCosts(UnitCosts.Plan unitPlan) throws Exception {
+    long began = System.nanoTime();
+    String app = FleetPlan.appId(1);
+    List<String> pods = new ArrayList<>();
+    for (long id = 1; id <= plan.executorsPerDriver(); id++) {
+      pods.add(ExecutorPodPopulation.podName(app, id));
+    }
+    PlaneHttp asDriver =
+        new PlaneHttp(
+            plane.apiserverUrl(),
+            plane.var("LOCALPLANE_CA_FILE"),
+            plane.var("LOCALPLANE_RESTRICTED_TOKEN_FILE"));
+    unitCosts = new UnitCosts(unitPlan, http, asDriver, plane.namespace(), app, pods).measure();
+    progress(String.format("unit costs measured in %.0f s", (System.nanoTime() - began) / 1e9));
+  }
+
   private void run(int rep, String contender, int drivers) throws Exception {
     progress(String.format("rep %d: %s, %d drivers", rep, contender, drivers));
     Map<String, Double> figures = new HashMap<>();
@@ -238,6 +264,7 @@ public final class FleetBenchmark {
               - other.bytes(verb));
     }
     figures.put("bytes.watchEvents", after.podWatchEventBytes - before.podWatchEventBytes);
+    figures.put("watch.events", after.podWatchEvents - before.podWatchEvents);
     // The drivers' own: their identity has a flow of its own (attributeTheDriversTheirOwnFlow).
     figures.put(
         "flow.executionSeconds", after.driversExecutionSeconds - before.driversExecutionSeconds);

@@ -47,14 +47,29 @@ final class FleetReport {
 
   final FleetPlan plan;
   final List<Run> runs;
+  private final Map<String, List<Double>> unitCosts;
   private final Map<Integer, List<String>> orders;
   private final long seconds;
 
-  FleetReport(FleetPlan plan, List<Run> runs, Map<Integer, List<String>> orders, long seconds) {
+  /**
+   * @param unitCosts {@link UnitCosts#measure()}: each unit cost's figure per batch
+   */
+  FleetReport(
+      FleetPlan plan,
+      List<Run> runs,
+      Map<String, List<Double>> unitCosts,
+      Map<Integer, List<String>> orders,
+      long seconds) {
     this.plan = plan;
     this.runs = runs;
+    this.unitCosts = unitCosts;
     this.orders = orders;
     this.seconds = seconds;
+  }
+
+  /** A unit cost over its batches, e.g. {@code unit("list", "cpuSeconds")}. */
+  Spread unit(String name, String measure) {
+    return Spread.of(unitCosts.getOrDefault("unit." + name + "." + measure, List.of()));
   }
 
   List<Run> runsOf(String contender, int drivers) {
@@ -102,6 +117,17 @@ final class FleetReport {
   /** Figures a complete run has and this one lacks (a harness fault, not a slow contender). */
   List<String> missing() {
     List<String> missing = new ArrayList<>();
+    for (String unit : List.of(UnitCosts.LIST, UnitCosts.RENEWAL, UnitCosts.EVENT)) {
+      for (String measure : List.of("cpuSeconds", "flowSeconds")) {
+        if (!unit(unit, measure).present()) {
+          missing.add("unit cost " + unit + " " + measure);
+        }
+      }
+    }
+    // The unit requests were made as the drivers' identity: their flow must have timed them.
+    if (!(unit(UnitCosts.LIST, "flowSeconds").min() > 0)) {
+      missing.add("the drivers' flow did not time the unit-cost LISTs");
+    }
     List<String> keys =
         new ArrayList<>(
             List.of(
@@ -111,7 +137,8 @@ final class FleetReport {
                 "launcher.cpuSeconds",
                 "other.LIST.p99Ms",
                 "other.GET.p99Ms",
-                "churn.replaced"));
+                "churn.replaced",
+                "watch.events"));
     for (String verb : FleetBenchmark.VERBS) {
       keys.add("requests." + verb);
     }
@@ -426,6 +453,7 @@ final class FleetReport {
       }
     }
 
+    md.append(crossCheck());
     md.append(liveness());
     md.append(targets());
     md.append("\nRun order (each repetition shuffled with " + RunOrder.HOW + "):\n\n");
@@ -436,6 +464,116 @@ final class FleetReport {
               e.getKey(), plan.seed() * 1000 + e.getKey(), String.join(", ", e.getValue())));
     }
     return md.toString();
+  }
+
+  /**
+   * The fleet's figures against what its request counts predict from the unit costs measured alone:
+   * attributed time (LISTs and watch renewals; a watch's events are not its execution) and CPU
+   * (also every watch event a driver's watch received).
+   */
+  private String crossCheck() {
+    int n = plan.largest();
+    Spread listFlow = unit(UnitCosts.LIST, "flowSeconds");
+    Spread renewalFlow = unit(UnitCosts.RENEWAL, "flowSeconds");
+    Spread listCpu = unit(UnitCosts.LIST, "cpuSeconds");
+    Spread renewalCpu = unit(UnitCosts.RENEWAL, "cpuSeconds");
+    Spread eventCpu = unit(UnitCosts.EVENT, "cpuSeconds");
+    StringBuilder md = new StringBuilder();
+    md.append(
+        String.format(
+            "%n**Unit costs**, measured alone on the idle plane before the runs (the namespace"
+                + " populated as above), as the drivers' identity, %d batches (median and range):"
+                + " a LIST of one app's %d executor pods by label; a WATCH from the current"
+                + " resourceVersion ended by its 1 s timeout (a renewal); one watch event delivered"
+                + " to one watcher (annotation patches of that app's pods with watchers open, less"
+                + " the same patches with none, per event and watcher). CPU is the apiserver's less"
+                + " what it spends idle in the same time:%n%n"
+                + "| unit | apiserver CPU | attributed time |%n| --- | ---: | ---: |%n"
+                + "| LIST | %s | %s |%n| WATCH renewal | %s | %s |%n| watch event, per watcher | %s"
+                + " | - |%n",
+            listCpu.n(),
+            plan.executorsPerDriver(),
+            ms(listCpu),
+            ms(listFlow),
+            ms(renewalCpu),
+            ms(renewalFlow),
+            ms(eventCpu)));
+    md.append(
+        String.format(
+            "%n**Cross-check at %d drivers**, per driver-hour: the fleet's request counts times the"
+                + " unit costs (ranges from the ends of both), against what the fleet measured. They"
+                + " agree where the ranges overlap:%n%n"
+                + "| | LIST | WATCH | watch events | predicted time | attributed time | |"
+                + " predicted CPU | CPU by subtraction | |%n"
+                + "| --- | ---: | ---: | ---: | ---: | ---: | :---: | ---: | ---: | :---: |%n",
+            n));
+    for (String c : DRIVER_CONTENDERS) {
+      Spread lists = perDriverHour(c, n, "requests.LIST");
+      Spread watches = perDriverHour(c, n, "requests.WATCH");
+      Spread events = aboveBaselinePerDriverHour(c, n, "watch.events");
+      Spread time = predicted(List.of(lists, watches), List.of(listFlow, renewalFlow));
+      Spread cpu =
+          predicted(List.of(lists, watches, events), List.of(listCpu, renewalCpu, eventCpu));
+      Spread attributed = apiserverTimePerDriverHour(c, n);
+      Spread subtracted = apiserverCpuPerDriverHour(c, n);
+      md.append(
+          String.format(
+              "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n",
+              LABELS.get(c),
+              lists.format("", 0),
+              watches.format("", 0),
+              events.format("", 0),
+              time.format(" s", 3),
+              attributed.format(" s", 3),
+              agreement(time, attributed),
+              cpu.format(" s", 2),
+              subtracted.format(" s", 2),
+              agreement(cpu, subtracted)));
+    }
+    return md.toString();
+  }
+
+  /** "agree" where two ranges overlap, else which side is larger. */
+  static String agreement(Spread predicted, Spread measured) {
+    return switch (predicted.against(measured)) {
+      case "within noise" -> "agree";
+      case "win" -> "measured more";
+      case "loss" -> "measured less";
+      default -> "n/a";
+    };
+  }
+
+  /**
+   * The sum of counts times unit costs: the medians' products for the median, and for the ends the
+   * least and the greatest product of the two ranges' ends.
+   */
+  static Spread predicted(List<Spread> counts, List<Spread> units) {
+    double median = 0;
+    double min = 0;
+    double max = 0;
+    for (int i = 0; i < counts.size(); i++) {
+      Spread count = counts.get(i);
+      Spread unit = units.get(i);
+      if (!count.present() || !unit.present()) {
+        return Spread.of(List.of());
+      }
+      double[] ends = {
+        count.min() * unit.min(), count.min() * unit.max(),
+        count.max() * unit.min(), count.max() * unit.max()
+      };
+      median += count.median() * unit.median();
+      min += java.util.Arrays.stream(ends).min().getAsDouble();
+      max += java.util.Arrays.stream(ends).max().getAsDouble();
+    }
+    return new Spread(median, min, max, 1);
+  }
+
+  private static String ms(Spread seconds) {
+    if (!seconds.present()) {
+      return "n/a";
+    }
+    return String.format(
+        "%.3f ms (%.3f-%.3f)", seconds.median() * 1e3, seconds.min() * 1e3, seconds.max() * 1e3);
   }
 
   /** What native's proof of life (one watch per lister round) costs, against 290 s watches. */

@@ -71,10 +71,17 @@ final class PlaneHttp {
 
   /** A JSON merge patch of a pod's status subresource. */
   void patchPodStatus(String namespace, String pod, String statusJson) {
+    mergePatch(
+        "/api/v1/namespaces/" + namespace + "/pods/" + pod + "/status",
+        "{\"status\":" + statusJson + "}");
+  }
+
+  /** A JSON merge patch of the object at {@code path}. */
+  void mergePatch(String path, String json) {
     HttpRequest patch =
-        request("/api/v1/namespaces/" + namespace + "/pods/" + pod + "/status")
+        request(path)
             .header("Content-Type", "application/merge-patch+json")
-            .method("PATCH", HttpRequest.BodyPublishers.ofString("{\"status\":" + statusJson + "}"))
+            .method("PATCH", HttpRequest.BodyPublishers.ofString(json))
             .build();
     send(patch, HttpResponse.BodyHandlers.discarding());
   }

@@ -64,10 +64,9 @@ use crate::pod::SparkStateRules;
 use crate::pod::{CachedPod, PodChange};
 use crate::settings::{self, InitialList};
 
-/// Where the informer is, as the apiserver sees it.
+/// Where the informer is, as the apiserver sees it. Each phase carries what only it has: the list
+/// in progress (`listing`, when it began) or the watch request in progress (`watch`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-/// Each phase carries what only it has: the list in progress (`listing`, when it began) or the
-/// watch request in progress (`watch`).
 pub enum Phase {
     /// Listing for the first time (one attempt after another); the cache is empty and
     /// never served. How the list is made is the machine's `strategy` (Auto falls back to the

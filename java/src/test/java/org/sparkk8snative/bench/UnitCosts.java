@@ -110,13 +110,21 @@ final class UnitCosts {
     return cpu.get(cpu.size() - 1);
   }
 
+  /**
+   * The path of the app's executor pods, selected by label, with {@code query} ("k=v&...") first.
+   */
+  private String appPodsPath(String query) {
+    return "/api/v1/namespaces/"
+        + namespace
+        + "/pods?"
+        + query
+        + "labelSelector="
+        + PlaneHttp.executorSelector(app);
+  }
+
   /** CPU and flow time per LIST of the app's executor pods by label, as Spark's polling asks. */
   private double[] lists() {
-    String path =
-        "/api/v1/namespaces/"
-            + namespace
-            + "/pods?labelSelector="
-            + PlaneHttp.executorSelector(app);
+    String path = appPodsPath("");
     return perRequest(
         plan.lists(),
         () -> {
@@ -128,22 +136,14 @@ final class UnitCosts {
 
   /** CPU and flow time per WATCH from the current resourceVersion, ended by its timeout. */
   private double[] renewals() {
-    String listPath =
-        "/api/v1/namespaces/"
-            + namespace
-            + "/pods?limit=1&labelSelector="
-            + PlaneHttp.executorSelector(app);
-    String resourceVersion = resourceVersion(admin.get(listPath));
+    String resourceVersion = resourceVersion(admin.get(appPodsPath("limit=1&")));
     String path =
-        "/api/v1/namespaces/"
-            + namespace
-            + "/pods?watch=true&allowWatchBookmarks=true"
-            + "&timeoutSeconds="
-            + RENEWAL_TIMEOUT_SECONDS
-            + "&resourceVersion="
-            + resourceVersion
-            + "&labelSelector="
-            + PlaneHttp.executorSelector(app);
+        appPodsPath(
+            "watch=true&allowWatchBookmarks=true&timeoutSeconds="
+                + RENEWAL_TIMEOUT_SECONDS
+                + "&resourceVersion="
+                + resourceVersion
+                + "&");
     return perRequest(
         plan.renewals(),
         () -> {
@@ -169,12 +169,7 @@ final class UnitCosts {
    */
   private double[] events() throws Exception {
     double alone = cpuOfPatches();
-    String path =
-        "/api/v1/namespaces/"
-            + namespace
-            + "/pods?watch=true&timeoutSeconds=300"
-            + "&labelSelector="
-            + PlaneHttp.executorSelector(app);
+    String path = appPodsPath("watch=true&timeoutSeconds=300&");
     List<HttpResponse<InputStream>> open = new ArrayList<>();
     List<Thread> readers = new ArrayList<>();
     double watched;

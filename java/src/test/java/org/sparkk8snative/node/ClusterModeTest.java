@@ -15,6 +15,7 @@ import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceAccountBuilder;
 import io.fabric8.kubernetes.api.model.Volume;
 import io.fabric8.kubernetes.api.model.VolumeMount;
+import io.fabric8.kubernetes.api.model.rbac.PolicyRule;
 import io.fabric8.kubernetes.api.model.rbac.PolicyRuleBuilder;
 import io.fabric8.kubernetes.api.model.rbac.RoleBindingBuilder;
 import io.fabric8.kubernetes.api.model.rbac.RoleBuilder;
@@ -99,6 +100,12 @@ class ClusterModeTest {
    */
   @BeforeAll
   void createTheDriversServiceAccountAndTheJobJar() throws IOException {
+    createTheDriversServiceAccount();
+    jobJar = jarOfTheJobs(workDir.resolve("cluster-mode-job.jar"));
+  }
+
+  /** The service account, a Role with the rules README.md gives drivers, and their binding. */
+  private void createTheDriversServiceAccount() {
     kube.serviceAccounts()
         .inNamespace(ns)
         .resource(
@@ -117,25 +124,25 @@ class ClusterModeTest {
                 .withName(serviceAccount)
                 .endMetadata()
                 .withRules(
-                    new PolicyRuleBuilder()
-                        .withApiGroups("")
-                        .withResources("pods")
-                        .withVerbs(
-                            "get", "list", "watch", "create", "delete", "deletecollection", "patch")
-                        .build(),
-                    new PolicyRuleBuilder()
-                        .withApiGroups("")
-                        .withResources("services")
-                        .withVerbs(
-                            "get",
-                            "list",
-                            "watch",
-                            "create",
-                            "delete",
-                            "deletecollection",
-                            "patch",
-                            "update")
-                        .build(),
+                    rule(
+                        "pods",
+                        "get",
+                        "list",
+                        "watch",
+                        "create",
+                        "delete",
+                        "deletecollection",
+                        "patch"),
+                    rule(
+                        "services",
+                        "get",
+                        "list",
+                        "watch",
+                        "create",
+                        "delete",
+                        "deletecollection",
+                        "patch",
+                        "update"),
                     new PolicyRuleBuilder()
                         .withApiGroups("")
                         .withResources("configmaps", "persistentvolumeclaims")
@@ -159,9 +166,19 @@ class ClusterModeTest {
                 .endSubject()
                 .build())
         .create();
+  }
 
-    Files.createDirectories(workDir);
-    jobJar = workDir.resolve("cluster-mode-job.jar");
+  private static PolicyRule rule(String resource, String... verbs) {
+    return new PolicyRuleBuilder()
+        .withApiGroups("")
+        .withResources(resource)
+        .withVerbs(verbs)
+        .build();
+  }
+
+  /** A jar of the jobs the drivers run ({@link ClusterModeJob}, {@link InstallPathJob}). */
+  private static Path jarOfTheJobs(Path jobJar) throws IOException {
+    Files.createDirectories(jobJar.getParent());
     Path classes = codeSource(ClusterModeJob.class);
     Path packageDir = classes.resolve(ClusterModeJob.class.getPackageName().replace('.', '/'));
     try (OutputStream out = Files.newOutputStream(jobJar);
@@ -179,6 +196,7 @@ class ClusterModeTest {
         jar.closeEntry();
       }
     }
+    return jobJar;
   }
 
   @AfterAll

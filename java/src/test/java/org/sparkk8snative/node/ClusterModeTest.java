@@ -84,6 +84,14 @@ class ClusterModeTest {
       "are tracked by the native informer and lister";
   private static final ObjectMapper JSON = new ObjectMapper();
 
+  // The verbs README.md's Role gives a driver, per resource.
+  private static final List<String> POD_VERBS =
+      List.of("get", "list", "watch", "create", "delete", "deletecollection", "patch");
+  private static final List<String> SERVICE_VERBS =
+      Stream.concat(POD_VERBS.stream(), Stream.of("update")).toList();
+  private static final List<String> STORE_VERBS =
+      List.of("get", "list", "create", "delete", "deletecollection");
+
   private final ProcessNode node = ProcessNode.get();
   private final TestPlane plane = node.plane();
   private final KubernetesClient kube = plane.admin();
@@ -124,30 +132,9 @@ class ClusterModeTest {
                 .withName(serviceAccount)
                 .endMetadata()
                 .withRules(
-                    rule(
-                        "pods",
-                        "get",
-                        "list",
-                        "watch",
-                        "create",
-                        "delete",
-                        "deletecollection",
-                        "patch"),
-                    rule(
-                        "services",
-                        "get",
-                        "list",
-                        "watch",
-                        "create",
-                        "delete",
-                        "deletecollection",
-                        "patch",
-                        "update"),
-                    new PolicyRuleBuilder()
-                        .withApiGroups("")
-                        .withResources("configmaps", "persistentvolumeclaims")
-                        .withVerbs("get", "list", "create", "delete", "deletecollection")
-                        .build())
+                    rule(List.of("pods"), POD_VERBS),
+                    rule(List.of("services"), SERVICE_VERBS),
+                    rule(List.of("configmaps", "persistentvolumeclaims"), STORE_VERBS))
                 .build())
         .create();
     kube.rbac()
@@ -168,10 +155,10 @@ class ClusterModeTest {
         .create();
   }
 
-  private static PolicyRule rule(String resource, String... verbs) {
+  private static PolicyRule rule(List<String> resources, List<String> verbs) {
     return new PolicyRuleBuilder()
         .withApiGroups("")
-        .withResources(resource)
+        .withResources(resources)
         .withVerbs(verbs)
         .build();
   }

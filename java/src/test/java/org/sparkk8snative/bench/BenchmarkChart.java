@@ -4,49 +4,24 @@ import java.awt.BasicStroke;
 import java.awt.Color;
 import java.awt.Font;
 import java.awt.Graphics2D;
-import java.awt.RenderingHints;
-import java.awt.image.BufferedImage;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Map;
-import javax.imageio.ImageIO;
 
 /**
  * The PNG next to BENCHMARKS.md: patch-to-store latency distributions (CDF) and apiserver requests
  * per driver-hour by verb. Plain Java2D, headless.
  */
 final class BenchmarkChart {
-  private static final int WIDTH = 1200;
-  private static final int HEIGHT = 480;
-  private static final Map<String, Color> COLORS =
-      Map.of(
-          "floor",
-          new Color(120, 120, 120),
-          "legacy",
-          new Color(230, 120, 20),
-          "fabric8",
-          new Color(40, 100, 200),
-          "native",
-          new Color(30, 160, 60));
-
   private BenchmarkChart() {}
 
   static void write(BenchmarkReport report, Path file) throws IOException {
-    System.setProperty("java.awt.headless", "true");
-    BufferedImage image = new BufferedImage(WIDTH, HEIGHT, BufferedImage.TYPE_INT_RGB);
-    Graphics2D g = image.createGraphics();
-    g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
-    g.setRenderingHint(
-        RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
-    g.setColor(Color.WHITE);
-    g.fillRect(0, 0, WIDTH, HEIGHT);
-    latencies(g, report, 60, 50, 500, 360);
-    requests(g, report, 700, 50, 450, 360);
-    g.dispose();
-    Files.createDirectories(file.toAbsolutePath().getParent());
-    ImageIO.write(image, "png", file.toFile());
+    Charts.writePng(
+        file,
+        g -> {
+          latencies(g, report, 60, 50, 500, 360);
+          requests(g, report, 700, 50, 450, 360);
+        });
   }
 
   private static void latencies(Graphics2D g, BenchmarkReport report, int x, int y, int w, int h) {
@@ -55,12 +30,12 @@ final class BenchmarkChart {
       xMax = Math.max(xMax, BenchmarkReport.percentile(report.latenciesMillis(run), 0.995));
     }
     xMax = xMax <= 0 || Double.isNaN(xMax) ? 1 : xMax * 1.1;
-    frame(g, "Status PATCH -> Spark's store: latency CDF (ms)", x, y, w, h);
+    Charts.frame(g, "Status PATCH -> Spark's store: latency CDF (ms)", x, y, w, h);
     ticks(g, x, y, w, h, xMax, "%.1f", 1.0, "%.0f%%", 100);
     int legendY = y + h - 20 - 18 * SnapshotSourcesBenchmark.RUNS.size();
     for (String run : SnapshotSourcesBenchmark.RUNS) {
       double[] l = report.latenciesMillis(run);
-      g.setColor(COLORS.get(run));
+      g.setColor(Charts.color(run));
       g.setStroke(new BasicStroke(2f));
       int px = x;
       int py = y + h;
@@ -94,7 +69,7 @@ final class BenchmarkChart {
       }
     }
     yMax *= 1.15;
-    frame(
+    Charts.frame(
         g,
         "Apiserver pod requests per driver-hour (" + report.plan.steadyPods() + " executors)",
         x,
@@ -112,7 +87,7 @@ final class BenchmarkChart {
         double value = report.number(contender, "requests." + verbs.get(v) + ".perHour");
         value = Double.isNaN(value) ? 0 : value;
         int bh = (int) (value / yMax * h);
-        g.setColor(COLORS.get(contender));
+        g.setColor(Charts.color(contender));
         g.fillRect(gx + c * bar, y + h - bh, bar - 4, bh);
         g.setColor(Color.BLACK);
         g.drawString(String.format("%.0f", value), gx + c * bar, y + h - bh - 3);
@@ -136,20 +111,12 @@ final class BenchmarkChart {
     }
     int ly = y + 16;
     for (String c : BenchmarkReport.CONTENDERS) {
-      g.setColor(COLORS.get(c));
+      g.setColor(Charts.color(c));
       g.fillRect(x + w - 150, ly - 9, 10, 10);
       g.setColor(Color.BLACK);
       g.drawString(c, x + w - 134, ly);
       ly += 16;
     }
-  }
-
-  private static void frame(Graphics2D g, String title, int x, int y, int w, int h) {
-    g.setColor(Color.BLACK);
-    g.setStroke(new BasicStroke(1f));
-    g.drawRect(x, y, w, h);
-    g.setFont(new Font(Font.SANS_SERIF, Font.BOLD, 14));
-    g.drawString(title, x, y - 12);
   }
 
   /** Five ticks on each axis with a non-null format. */

@@ -4,15 +4,10 @@ import java.awt.BasicStroke;
 import java.awt.Color;
 import java.awt.Font;
 import java.awt.Graphics2D;
-import java.awt.RenderingHints;
-import java.awt.image.BufferedImage;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Map;
 import java.util.function.BiFunction;
-import javax.imageio.ImageIO;
 
 /**
  * The fleet PNG: how the apiserver's CPU and another client's LIST p99 grow with the number of
@@ -20,49 +15,27 @@ import javax.imageio.ImageIO;
  * Java2D, headless.
  */
 final class FleetChart {
-  private static final int WIDTH = 1200;
-  private static final int HEIGHT = 480;
-  private static final Map<String, Color> COLORS =
-      Map.of(
-          "none",
-          new Color(120, 120, 120),
-          "legacy",
-          new Color(230, 120, 20),
-          "fabric8",
-          new Color(40, 100, 200),
-          "native",
-          new Color(30, 160, 60),
-          FleetDrivers.NATIVE_LONG_WATCH,
-          new Color(150, 60, 170));
-
   private FleetChart() {}
 
   static void write(FleetReport report, Path file) throws IOException {
-    System.setProperty("java.awt.headless", "true");
-    BufferedImage image = new BufferedImage(WIDTH, HEIGHT, BufferedImage.TYPE_INT_RGB);
-    Graphics2D g = image.createGraphics();
-    g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
-    g.setRenderingHint(
-        RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
-    g.setColor(Color.WHITE);
-    g.fillRect(0, 0, WIDTH, HEIGHT);
-    panel(
-        g,
-        report,
-        "Apiserver CPU seconds per hour, by number of drivers",
-        (c, size) -> report.spread(c, size, r -> r.perHour("apiserver.cpuSeconds")),
-        70,
-        50);
-    panel(
-        g,
-        report,
-        "Another client's pod LIST p99 (ms), by number of drivers",
-        (c, size) -> report.spread(c, size, r -> r.get("other.LIST.p99Ms")),
-        680,
-        50);
-    g.dispose();
-    Files.createDirectories(file.toAbsolutePath().getParent());
-    ImageIO.write(image, "png", file.toFile());
+    Charts.writePng(
+        file,
+        g -> {
+          panel(
+              g,
+              report,
+              "Apiserver CPU seconds per hour, by number of drivers",
+              (c, size) -> report.spread(c, size, r -> r.perHour("apiserver.cpuSeconds")),
+              70,
+              50);
+          panel(
+              g,
+              report,
+              "Another client's pod LIST p99 (ms), by number of drivers",
+              (c, size) -> report.spread(c, size, r -> r.get("other.LIST.p99Ms")),
+              680,
+              50);
+        });
   }
 
   private static void panel(
@@ -86,11 +59,7 @@ final class FleetChart {
     }
     yMax = yMax <= 0 ? 1 : yMax * 1.1;
     int xMax = sizes.get(sizes.size() - 1);
-    g.setColor(Color.BLACK);
-    g.setFont(new Font(Font.SANS_SERIF, Font.BOLD, 14));
-    g.drawString(title, x, y - 15);
-    g.setStroke(new BasicStroke(1f));
-    g.drawRect(x, y, w, h);
+    Charts.frame(g, title, x, y, w, h);
     g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 11));
     for (int i = 0; i <= 4; i++) {
       double v = yMax * i / 4;
@@ -106,7 +75,7 @@ final class FleetChart {
     }
     int legendY = y + 20;
     for (String c : FleetBenchmark.CONTENDERS) {
-      g.setColor(COLORS.get(c));
+      g.setColor(Charts.color(c));
       g.setStroke(new BasicStroke(2f));
       int prevX = -1;
       int prevY = -1;

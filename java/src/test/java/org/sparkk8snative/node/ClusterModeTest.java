@@ -549,13 +549,11 @@ class ClusterModeTest {
         legacy.snapshotLists() > 0,
         "the audit log counts the LISTs of Spark's own polling source by the driver's account");
     assertEquals("none", legacy.facts().get("informer-synced"), "Spark's own sources");
-    assertTrue(
-        nativeRun.registeredMillis() <= legacy.registeredMillis() + REGISTRATION_SLACK_MS,
-        "executors registered "
-            + nativeRun.registeredMillis()
-            + " ms after the SparkSession began with the native sources, "
-            + legacy.registeredMillis()
-            + " ms with Spark's own");
+    BothSources.noLaterThanLegacy(
+        "executors registered, from the SparkSession's start,",
+        nativeRun.registeredMillis(),
+        legacy.registeredMillis(),
+        REGISTRATION_SLACK_MS);
 
     // The image's entrypoint applies spark.driver.memory (512m) as Spark's launcher does: the
     // JVM reports a little less than -Xmx (one survivor space).

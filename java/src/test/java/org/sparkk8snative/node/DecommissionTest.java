@@ -251,49 +251,42 @@ class DecommissionTest {
   @Test
   void aDeletedExecutorMigratesItsBlocksFirstTheSameWithTheNativeSourcesAsWithSparksOwn()
       throws Exception {
-    List<Outcome> both = SourceOrder.run("decommission", () -> run(true), () -> run(false));
-    Outcome nativeRun = both.get(0);
-    Outcome legacyRun = both.get(1);
-    for (Outcome run : List.of(nativeRun, legacyRun)) {
-      String mode = run == nativeRun ? "native" : "legacy";
-      System.out.printf(
-          "decommission, %s: exit code %s, removed %d ms after its pod's deletion (%s); the job"
-              + " again: %d"
-              + " stage(s) run, %d fetch failures; %d of %d cached partitions; %d failures"
-              + " counted%s%n",
-          mode,
-          run.exitCode(),
-          run.removedMillis(),
-          run.reason().replace('\n', ' '),
-          run.stagesRunAgain(),
-          run.fetchFailures(),
-          run.cachedPartitions(),
-          PARTITIONS,
-          run.executorsFailed(),
-          run == nativeRun ? "; its Service deleted after its pod" : "");
-      // Exit 0: the executor left by itself once its blocks were migrated (Spark's "Finished
-      // decommissioning"), within the grace period, not SIGTERMed (143) or SIGKILLed (137).
-      assertEquals(
-          0,
-          run.exitCode(),
-          mode + ": the executor finished decommissioning; its log:\n" + run.decommissionLog());
-      assertEquals(1, run.stagesRunAgain(), mode + ": the map stage is not run again");
-      assertEquals(0, run.fetchFailures(), mode + ": no fetch failed");
-      assertEquals(PARTITIONS, run.cachedPartitions(), mode + ": cached blocks migrated");
-      assertEquals(0, run.executorsFailed(), mode + ": a decommissioned executor is no failure");
-      assertTrue(
-          DECOMMISSIONED_AND_DELETED.contains(kind(run.reason())),
-          mode
-              + ": Spark's reason is one it gives a decommissioned, deleted executor: "
-              + run.reason());
-    }
-    assertTrue(nativeRun.serviceDeleted(), "the Service follows the cleanup rule");
-    assertTrue(
-        nativeRun.removedMillis() <= legacyRun.removedMillis() + REMOVAL_SLACK_MS,
-        "removed "
-            + nativeRun.removedMillis()
-            + " ms after the deletion with the native sources, "
-            + legacyRun.removedMillis()
-            + " ms with Spark's own");
+    BothSources<Outcome> both = BothSources.run("decommission", this::run);
+    both.each(
+        (mode, run) -> {
+          System.out.printf(
+              "decommission, %s: exit code %s, removed %d ms after its pod's deletion (%s); the job"
+                  + " again: %d"
+                  + " stage(s) run, %d fetch failures; %d of %d cached partitions; %d failures"
+                  + " counted%s%n",
+              mode,
+              run.exitCode(),
+              run.removedMillis(),
+              run.reason().replace('\n', ' '),
+              run.stagesRunAgain(),
+              run.fetchFailures(),
+              run.cachedPartitions(),
+              PARTITIONS,
+              run.executorsFailed(),
+              run == both.nativeRun ? "; its Service deleted after its pod" : "");
+          // Exit 0: the executor left by itself once its blocks were migrated (Spark's "Finished
+          // decommissioning"), within the grace period, not SIGTERMed (143) or SIGKILLed (137).
+          assertEquals(
+              0,
+              run.exitCode(),
+              mode + ": the executor finished decommissioning; its log:\n" + run.decommissionLog());
+          assertEquals(1, run.stagesRunAgain(), mode + ": the map stage is not run again");
+          assertEquals(0, run.fetchFailures(), mode + ": no fetch failed");
+          assertEquals(PARTITIONS, run.cachedPartitions(), mode + ": cached blocks migrated");
+          assertEquals(
+              0, run.executorsFailed(), mode + ": a decommissioned executor is no failure");
+          assertTrue(
+              DECOMMISSIONED_AND_DELETED.contains(kind(run.reason())),
+              mode
+                  + ": Spark's reason is one it gives a decommissioned, deleted executor: "
+                  + run.reason());
+        });
+    assertTrue(both.nativeRun.serviceDeleted(), "the Service follows the cleanup rule");
+    both.nativeNoLaterThanLegacy("removed from Spark", Outcome::removedMillis, REMOVAL_SLACK_MS);
   }
 }

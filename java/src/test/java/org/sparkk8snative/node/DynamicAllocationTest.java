@@ -54,7 +54,7 @@ class DynamicAllocationTest {
    * The same for reaching the maximum under the backlog, which includes starting executor JVMs on
    * the 2 cores: whichever source runs first does so in a JVM still loading Spark, and is slower
    * (17.0 s native against 8.4 s Spark's own with native first; 11.1 s Spark's own against 7.1 s
-   * native with Spark's own first), hence the order {@link SourceOrder} draws. Still well below the
+   * native with Spark's own first), hence the order {@link BothSources} draws. Still well below the
    * 30 s a source that delivered only on lister rounds would add.
    */
   private static final long SCALE_UP_SLACK_MS = 15_000;
@@ -233,67 +233,56 @@ class DynamicAllocationTest {
   @Test
   void scalesUpUnderABacklogAndDownWhenIdleTheSameWithTheNativeSourcesAsWithSparksOwn()
       throws Exception {
-    List<Outcome> both = SourceOrder.run("dynamic allocation", () -> run(true), () -> run(false));
-    Outcome nativeRun = both.get(0);
-    Outcome legacyRun = both.get(1);
-    for (Outcome run : List.of(nativeRun, legacyRun)) {
-      String mode = run == nativeRun ? "native" : "legacy";
-      System.out.printf(
-          "dynamic allocation, %s: peak %d executors (%d registered, %d pods), up to %d after"
-              + " %d ms of backlog, down to %d %d ms after the job; %d pods seen deleted in"
-              + " Spark's snapshots of %d gone; removals: %s%n",
-          mode,
-          run.peakExecutors(),
-          run.executorsAdded().size(),
-          run.podsInSnapshots().size(),
-          MAX_EXECUTORS,
-          run.scaleUpMillis(),
-          MIN_EXECUTORS,
-          run.scaleDownMillis(),
-          run.podsDeletedInSnapshots().size(),
-          run.podsGone().size(),
-          new TreeSet<>(run.removalReasons().values()));
-      assertEquals(MAX_EXECUTORS, run.peakExecutors(), mode + ": scaled up to the maximum");
-      assertTrue(run.scaleUpMillis() >= 0, mode + ": reached the maximum while the job ran");
-      assertTrue(
-          run.podsInSnapshots().size() >= run.executorsAdded().size(),
-          mode + ": every executor's pod reached Spark's snapshots: " + run.podsInSnapshots());
-      assertTrue(
-          run.podsGone().size() >= MAX_EXECUTORS - MIN_EXECUTORS,
-          mode + ": executors were released: " + run.podsGone());
-      assertTrue(
-          run.podsDeletedInSnapshots().containsAll(run.podsGone()),
-          mode + ": every deleted pod reached Spark's snapshots as deleted");
-      run.removalReasons()
-          .forEach(
-              (exec, reason) ->
-                  assertTrue(
-                      !reason.contains(MISSING_POD),
-                      mode + ": executor " + exec + " removed by missing-pod detection"));
-      assertEquals(0, run.executorsFailed(), mode + ": releasing an executor is no failure");
-      assertEquals(MIN_EXECUTORS, run.podsLeft(), mode + ": pods once idle");
-      assertEquals(
-          run == nativeRun ? MIN_EXECUTORS : 0, run.servicesLeft(), mode + ": Services once idle");
-    }
-    assertTrue(
-        nativeRun.scaleUpMillis() <= legacyRun.scaleUpMillis() + SCALE_UP_SLACK_MS,
-        "up to the maximum after "
-            + nativeRun.scaleUpMillis()
-            + " ms with the native sources, "
-            + legacyRun.scaleUpMillis()
-            + " ms with Spark's own");
-    assertTrue(
-        nativeRun.scaleDownMillis() <= legacyRun.scaleDownMillis() + SCALE_DOWN_SLACK_MS,
-        "down to the minimum after "
-            + nativeRun.scaleDownMillis()
-            + " ms with the native sources, "
-            + legacyRun.scaleDownMillis()
-            + " ms with Spark's own");
+    BothSources<Outcome> both = BothSources.run("dynamic allocation", this::run);
+    both.each(
+        (mode, run) -> {
+          System.out.printf(
+              "dynamic allocation, %s: peak %d executors (%d registered, %d pods), up to %d after"
+                  + " %d ms of backlog, down to %d %d ms after the job; %d pods seen deleted in"
+                  + " Spark's snapshots of %d gone; removals: %s%n",
+              mode,
+              run.peakExecutors(),
+              run.executorsAdded().size(),
+              run.podsInSnapshots().size(),
+              MAX_EXECUTORS,
+              run.scaleUpMillis(),
+              MIN_EXECUTORS,
+              run.scaleDownMillis(),
+              run.podsDeletedInSnapshots().size(),
+              run.podsGone().size(),
+              new TreeSet<>(run.removalReasons().values()));
+          assertEquals(MAX_EXECUTORS, run.peakExecutors(), mode + ": scaled up to the maximum");
+          assertTrue(run.scaleUpMillis() >= 0, mode + ": reached the maximum while the job ran");
+          assertTrue(
+              run.podsInSnapshots().size() >= run.executorsAdded().size(),
+              mode + ": every executor's pod reached Spark's snapshots: " + run.podsInSnapshots());
+          assertTrue(
+              run.podsGone().size() >= MAX_EXECUTORS - MIN_EXECUTORS,
+              mode + ": executors were released: " + run.podsGone());
+          assertTrue(
+              run.podsDeletedInSnapshots().containsAll(run.podsGone()),
+              mode + ": every deleted pod reached Spark's snapshots as deleted");
+          run.removalReasons()
+              .forEach(
+                  (exec, reason) ->
+                      assertTrue(
+                          !reason.contains(MISSING_POD),
+                          mode + ": executor " + exec + " removed by missing-pod detection"));
+          assertEquals(0, run.executorsFailed(), mode + ": releasing an executor is no failure");
+          assertEquals(MIN_EXECUTORS, run.podsLeft(), mode + ": pods once idle");
+          assertEquals(
+              run == both.nativeRun ? MIN_EXECUTORS : 0,
+              run.servicesLeft(),
+              mode + ": Services once idle");
+        });
+    both.nativeNoLaterThanLegacy("up to the maximum", Outcome::scaleUpMillis, SCALE_UP_SLACK_MS);
+    both.nativeNoLaterThanLegacy(
+        "down to the minimum", Outcome::scaleDownMillis, SCALE_DOWN_SLACK_MS);
     // Spark numbers an app's executors 1, 2, ... in the order it requests them: the same ids
     // mean the same executors requested, none replaced in one mode only.
     assertEquals(
-        legacyRun.executorsAdded(),
-        nativeRun.executorsAdded(),
+        both.legacyRun.executorsAdded(),
+        both.nativeRun.executorsAdded(),
         "the same executors (by id) in both modes");
   }
 }

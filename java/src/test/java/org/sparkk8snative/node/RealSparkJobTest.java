@@ -124,45 +124,38 @@ class RealSparkJobTest {
   @Test
   void aShuffleJobRunsOnExecutorPodsTrackedByTheNativeInformerAndTheSameJobWithSparksOwnSources()
       throws Exception {
-    List<JobRun> both =
-        SourceOrder.run(
+    BothSources<JobRun> both =
+        BothSources.run(
             "real job",
-            () -> {
-              JobRun run = runJob(true);
+            nativeSources -> {
+              JobRun run = runJob(nativeSources);
               assertEquals(
                   0, NativeInformer.openInformers(), "the informer is closed with the driver");
               return run;
-            },
-            () -> runJob(false));
-    JobRun nativeRun = both.get(0);
-    JobRun legacyRun = both.get(1);
-    long nativeLists = AuditLog.snapshotSourceLists(plane, nativeRun.appId());
-    long legacyLists = AuditLog.snapshotSourceLists(plane, legacyRun.appId());
-    for (var run : List.of(nativeRun, legacyRun)) {
-      String mode = run == nativeRun ? "native" : "legacy";
-      System.out.printf(
-          "real job (%s sources): %d executors registered %d ms after the driver started; groupBy"
-              + " of %d rows over %d keys in %d ms (first run, cold JVM: %d ms), %d shuffle bytes;"
-              + " snapshot-source LISTs %d%n",
-          mode,
-          EXECUTORS,
-          run.registeredMillis(),
-          ROWS,
-          KEYS,
-          run.jobMillis(),
-          run.firstJobMillis(),
-          run.shuffleBytes(),
-          run == nativeRun ? nativeLists : legacyLists);
-    }
+            });
+    long nativeLists = AuditLog.snapshotSourceLists(plane, both.nativeRun.appId());
+    long legacyLists = AuditLog.snapshotSourceLists(plane, both.legacyRun.appId());
+    both.each(
+        (mode, run) ->
+            System.out.printf(
+                "real job (%s sources): %d executors registered %d ms after the driver started; groupBy"
+                    + " of %d rows over %d keys in %d ms (first run, cold JVM: %d ms), %d shuffle bytes;"
+                    + " snapshot-source LISTs %d%n",
+                mode,
+                EXECUTORS,
+                run.registeredMillis(),
+                ROWS,
+                KEYS,
+                run.jobMillis(),
+                run.firstJobMillis(),
+                run.shuffleBytes(),
+                run == both.nativeRun ? nativeLists : legacyLists));
     assertTrue(
         legacyLists > 0, "the audit log counts Spark's own polling LISTs of the same harness");
     assertEquals(0, nativeLists, "the native sources never LIST executor pods");
-    assertTrue(
-        nativeRun.registeredMillis() <= legacyRun.registeredMillis() + REGISTRATION_SLACK_MS,
-        "executors registered "
-            + nativeRun.registeredMillis()
-            + " ms after the driver started with the native sources, "
-            + legacyRun.registeredMillis()
-            + " ms with Spark's own");
+    both.nativeNoLaterThanLegacy(
+        "executors registered, from the driver's start,",
+        JobRun::registeredMillis,
+        REGISTRATION_SLACK_MS);
   }
 }

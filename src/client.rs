@@ -11,6 +11,10 @@ use crate::settings::ClientSettings;
 const SERVICE_ACCOUNT_TOKEN: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 const SERVICE_ACCOUNT_CA: &str = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
 
+/// How much longer than its timeout a response may take to arrive before the
+/// connection is taken for dead.
+pub const RESPONSE_SLACK: Duration = Duration::from_secs(5);
+
 /// Why a part that talks to the apiserver (the informer, the executor
 /// Services) could not be set up: a setting that cannot be used, a client
 /// that cannot be built from good settings, or rights the driver lacks.
@@ -133,7 +137,7 @@ pub async fn kube_config(
     }
     config.accept_invalid_certs = settings.trust_certificates;
     config.connect_timeout = Some(settings.connection_timeout);
-    config.read_timeout = Some(settings.request_timeout.max(longest_quiet_response) + Duration::from_secs(5));
+    config.read_timeout = Some(settings.request_timeout.max(longest_quiet_response) + RESPONSE_SLACK);
     config.write_timeout = Some(settings.request_timeout);
     // The informer retries every failure itself, with backoff, counting and
     // logging each; kube's own retry would hide 429s and wait up to 1000 s.

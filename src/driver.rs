@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use crate::client::SetupError;
-use crate::informer::ExecutorPodInformer;
-use crate::services::ServiceController;
+use crate::informer::{ExecutorPodInformer, InformerClient};
+use crate::services::{ExecutorServices, ServiceController};
 use crate::settings::Settings;
 
 /// The informer, and the Service controller that follows it, if any.
@@ -22,19 +22,22 @@ impl ExecutorTracking {
     /// them, so that a missing right fails driver start-up, naming the fix.
     /// Must run on the tokio runtime that will drive them.
     pub async fn connect(settings: &Settings, app_id: &str) -> Result<Self, SetupError> {
-        // Two clients, on purpose: the informer's reads allow a quiet watch its whole length, the
-        // Services' treat a response quiet past the request timeout as a dead connection, and
-        // kube sets the read timeout per client. Sharing one would not save a connection either:
-        // HTTP/1.1 holds one for the watch, so the Services' requests need another in any case.
-        let informer = ExecutorPodInformer::connect(settings, app_id).await?;
+        // One app-id check and one client per driver: the informer's. The Services' requests
+        // share its connections and credentials, and bound each attempt themselves, since its
+        // read timeout allows a quiet watch its whole length.
+        crate::settings::validate_app_id(app_id)?;
+        let client = InformerClient::connect(settings, app_id).await?;
         let services = match &settings.services {
             Some(_) => {
-                let controller = Arc::new(ServiceController::connect(settings, app_id).await?);
-                informer.subscribe(controller.clone());
-                Some(controller)
+                let services = ExecutorServices::from_settings(client.client(), settings, app_id)?;
+                Some(Arc::new(ServiceController::start(services, settings).await?))
             }
             None => None,
         };
+        let informer = ExecutorPodInformer::new(client, &settings.client.namespace, app_id, settings.informer.clone());
+        if let Some(controller) = &services {
+            informer.subscribe(controller.clone());
+        }
         Ok(Self { informer, services })
     }
 }

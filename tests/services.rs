@@ -519,3 +519,44 @@ async fn an_executor_gone_while_its_service_is_still_being_created_loses_it_once
     assert!(svcs.get_opt(&name).await.unwrap().is_none(), "and none made again");
     controller.stop();
 }
+
+/// The driver runs one client, the informer's, whose read timeout lets a watch
+/// stay quiet its whole length (here two minutes). The Services' requests on it
+/// must not wait that long: an attempt the apiserver never answers is abandoned
+/// after the request timeout and the response slack, and tried again; it lands
+/// once traffic flows. (A plane of its own: the black hole must reach no other test.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_drivers_one_client_an_unanswered_service_request_is_tried_again_after_the_request_timeout() {
+    let plane = LocalPlane::start_with(PlaneOptions::default());
+    let app = unique_app_id("unanswered");
+    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    create_driver(&pods, &app).await;
+    let timeouts =
+        [("spark.kubernetes.driver.requestTimeout", "1000"), ("spark.kubernetes.native.informer.watchTimeout", "120s")];
+    let settings = services_settings_via(&plane, Identity::Restricted, Route::Proxy, &app, &timeouts);
+    let tracking = ExecutorTracking::connect(&settings, &app).await.unwrap();
+    let controller = tracking.services.clone().expect("Services are on");
+    let before = controller.health().requests;
+
+    plane.proxy_blackhole(Duration::ZERO);
+    let began = Instant::now();
+    let ensuring = tokio::spawn({
+        let controller = controller.clone();
+        async move { controller.ensure_now("1").await }
+    });
+    eventually("the unanswered attempt to be abandoned and tried again", Duration::from_secs(20), || async {
+        (controller.health().requests >= before + 2).then_some(())
+    })
+    .await;
+    let abandoned_after = began.elapsed();
+    // 1 s request timeout + 5 s slack; a read timeout of the watch's length would be 125 s.
+    assert!(abandoned_after >= Duration::from_secs(6), "abandoned before its deadline: {abandoned_after:?}");
+
+    plane.proxy_normal();
+    let ensured = tokio::time::timeout(Duration::from_secs(30), ensuring)
+        .await
+        .expect("the ensure to finish once traffic flows")
+        .unwrap();
+    assert_eq!(ensured.unwrap(), Ensured::Created);
+    controller.stop();
+}

@@ -23,7 +23,7 @@ use tower::{Layer, Service};
 
 /// Counters and the last sign of life, shared by the layer and the informer.
 #[derive(Debug)]
-pub struct ApiActivity {
+pub(super) struct ApiActivity {
     epoch: Instant,
     /// Nanoseconds after `epoch` of the last byte of a successful response; 0: none yet.
     last_success_nanos: AtomicU64,
@@ -48,7 +48,7 @@ impl Default for ApiActivity {
 
 impl ApiActivity {
     /// When the apiserver last sent a byte of a successful response.
-    pub fn last_success(&self) -> Option<Instant> {
+    pub(super) fn last_success(&self) -> Option<Instant> {
         self.instant(self.last_success_nanos.load(Ordering::Relaxed))
     }
 
@@ -56,7 +56,7 @@ impl ApiActivity {
     /// apiserver wrote on it before this instant (its send time plus `timeoutSeconds`; the
     /// apiserver ended it no earlier) has arrived. An end that comes sooner proves no more than
     /// any byte does, as the apiserver may have ended it long before it arrived.
-    pub fn last_watch_end(&self) -> Option<Instant> {
+    pub(super) fn last_watch_end(&self) -> Option<Instant> {
         self.instant(self.watch_end_nanos.load(Ordering::Relaxed))
     }
 
@@ -65,12 +65,12 @@ impl ApiActivity {
     }
 
     /// LIST requests sent (every page counts).
-    pub fn lists(&self) -> u64 {
+    pub(super) fn lists(&self) -> u64 {
         self.lists.load(Ordering::Relaxed)
     }
 
     /// WATCH requests sent (first watch and every reconnect).
-    pub fn watches(&self) -> u64 {
+    pub(super) fn watches(&self) -> u64 {
         self.watches.load(Ordering::Relaxed)
     }
 
@@ -91,20 +91,40 @@ impl ApiActivity {
         (self.epoch.elapsed().as_nanos() as u64).max(1)
     }
 
-    /// Counts a request; true if it is a WATCH.
-    fn count(&self, req: &Request<Body>) -> bool {
-        if req.method() != Method::GET {
-            return false;
+    /// Counts a request of the informer's; `None` for any other on the same client.
+    fn count(&self, req: &Request<Body>) -> Option<InformerRequest> {
+        let request = InformerRequest::of(req)?;
+        match request {
+            InformerRequest::Watch => &self.watches,
+            InformerRequest::List => &self.lists,
+        }
+        .fetch_add(1, Ordering::Relaxed);
+        Some(request)
+    }
+}
+
+/// The informer's two requests: a LIST or a WATCH of the pods collection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InformerRequest {
+    List,
+    Watch,
+}
+
+impl InformerRequest {
+    /// The driver's one client also carries the executor Services' requests (a GET of the
+    /// driver pod, writes to services); only the informer's own prove that its watch lives.
+    fn of(req: &Request<Body>) -> Option<Self> {
+        if req.method() != Method::GET || !req.uri().path().ends_with("/pods") {
+            return None;
         }
         let watch = req.uri().query().is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
-        if watch { &self.watches } else { &self.lists }.fetch_add(1, Ordering::Relaxed);
-        watch
+        Some(if watch { Self::Watch } else { Self::List })
     }
 }
 
 /// The tower layer that feeds an [`ApiActivity`].
 #[derive(Clone)]
-pub struct ActivityLayer(pub Arc<ApiActivity>);
+pub(super) struct ActivityLayer(pub Arc<ApiActivity>);
 
 impl<S> Layer<S> for ActivityLayer {
     type Service = ActivityService<S>;
@@ -115,7 +135,7 @@ impl<S> Layer<S> for ActivityLayer {
 }
 
 #[derive(Clone)]
-pub struct ActivityService<S> {
+pub(super) struct ActivityService<S> {
     inner: S,
     activity: Arc<ApiActivity>,
 }
@@ -134,14 +154,15 @@ where
     }
 
     fn call(&mut self, req: Request<Body>) -> Self::Future {
-        let watch = self.activity.count(&req);
+        let request = self.activity.count(&req);
+        let watch = request == Some(InformerRequest::Watch);
         // The earliest the apiserver may end this watch on its own: sent now, plus its timeout.
         let timed_out_at = watch.then(|| watch_timeout(&req)).flatten().map(|t| self.activity.nanos_now() + t);
         let activity = self.activity.clone();
         let response = self.inner.call(req);
         Box::pin(async move {
             let response = response.await?;
-            let success = response.status().is_success();
+            let success = request.is_some() && response.status().is_success();
             if success {
                 activity.touch();
             }
@@ -196,5 +217,32 @@ impl<B: http_body::Body> http_body::Body for ActivityBody<B> {
 
     fn size_hint(&self) -> http_body::SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(uri: &str) -> Request<Body> {
+        Request::get(uri).body(Body::empty()).unwrap()
+    }
+
+    #[test]
+    fn only_the_informers_list_and_watch_of_pods_are_its_requests() {
+        let pods = "/api/v1/namespaces/spark/pods";
+        assert_eq!(
+            InformerRequest::of(&get(&format!("{pods}?labelSelector=a%3Db&limit=500"))),
+            Some(InformerRequest::List)
+        );
+        assert_eq!(
+            InformerRequest::of(&get(&format!("{pods}?watch=true&resourceVersion=7&timeoutSeconds=30"))),
+            Some(InformerRequest::Watch)
+        );
+        // The executor Services' requests on the driver's same client: no sign of the watch's life.
+        assert_eq!(InformerRequest::of(&get(&format!("{pods}/app-driver"))), None, "the driver pod's GET");
+        assert_eq!(InformerRequest::of(&get("/api/v1/namespaces/spark/services/app-exec-1-svc")), None);
+        let create = Request::post("/api/v1/namespaces/spark/services").body(Body::empty()).unwrap();
+        assert_eq!(InformerRequest::of(&create), None);
     }
 }

@@ -23,7 +23,7 @@ fn next_generation() -> u64 {
 }
 
 #[derive(Debug, Default)]
-pub struct ExecutorPodCache {
+pub(super) struct ExecutorPodCache {
     live: HashMap<String, Arc<CachedPod>>,
     /// Pods of the list in progress, if any.
     listing: Option<HashMap<String, Arc<CachedPod>>>,
@@ -39,12 +39,12 @@ pub struct ExecutorPodCache {
 }
 
 impl ExecutorPodCache {
-    pub fn new(rules: SparkStateRules) -> Self {
+    pub(super) fn new(rules: SparkStateRules) -> Self {
         Self { rules, ..Self::default() }
     }
 
     /// A (re)list begins.
-    pub fn begin_list(&mut self) {
+    pub(super) fn begin_list(&mut self) {
         self.listing = Some(HashMap::new());
     }
 
@@ -53,7 +53,7 @@ impl ExecutorPodCache {
     /// JVM decodes the pods while the list still streams in, and the lister's
     /// first snapshot reuses them (nothing is served before that list completes).
     /// A relist is compared at its end instead.
-    pub fn list_item(&mut self, pod: Pod) -> Option<PodChange> {
+    pub(super) fn list_item(&mut self, pod: Pod) -> Option<PodChange> {
         let first = self.lists_completed == 0;
         // A relist's new pods get their generation when they enter the live cache, not
         // now: a snapshot taken meanwhile shows the old contents, and its view must not
@@ -67,7 +67,7 @@ impl ExecutorPodCache {
     /// after the very first list (its pods went out as they came). Pods found
     /// gone are the only deletions the cache makes up (see [`pod::deleted_pod`]
     /// for what Spark makes of them).
-    pub fn complete_list(&mut self) -> Vec<PodChange> {
+    pub(super) fn complete_list(&mut self) -> Vec<PodChange> {
         let mut listed = self.listing.take().unwrap_or_default();
         let first = self.lists_completed == 0;
         self.lists_completed += 1;
@@ -93,13 +93,13 @@ impl ExecutorPodCache {
     }
 
     /// The list in progress is dropped (rejected as older than the cache): the cache stays as it was.
-    pub fn abandon_list(&mut self) {
+    pub(super) fn abandon_list(&mut self) {
         self.listing = None;
     }
 
     /// A watch event added or modified a pod. `None` if the cache already
     /// holds exactly this version (a replayed event).
-    pub fn apply(&mut self, pod: Pod) -> Option<PodChange> {
+    pub(super) fn apply(&mut self, pod: Pod) -> Option<PodChange> {
         let entry = self.entry_for(pod, next_generation());
         if self.live.get(&entry.name).is_some_and(|old| Arc::ptr_eq(old, &entry)) {
             return None;
@@ -111,7 +111,7 @@ impl ExecutorPodCache {
 
     /// A watch event deleted a pod (or it left the label selector): delivered
     /// as the apiserver sent it, as Spark's own watch source does.
-    pub fn delete(&mut self, pod: Pod) -> PodChange {
+    pub(super) fn delete(&mut self, pod: Pod) -> PodChange {
         let gone = Arc::new(pod::cached_pod(pod, next_generation(), &self.rules, &self.dictionary));
         self.view = gone.generation;
         self.live.remove(&gone.name);
@@ -119,21 +119,21 @@ impl ExecutorPodCache {
     }
 
     /// Every cached pod, in no particular order.
-    pub fn snapshot(&self) -> Vec<Arc<CachedPod>> {
+    pub(super) fn snapshot(&self) -> Vec<Arc<CachedPod>> {
         self.live.values().cloned().collect()
     }
 
     /// Identifies the live contents: equal views mean exactly the same pods at
     /// the same generations, and every pod with a generation at or below a view
     /// was in the cache, as it is, when that view was taken.
-    pub fn view(&self) -> u64 {
+    pub(super) fn view(&self) -> u64 {
         self.view
     }
 
     /// The generation of the newest change this cache handed out (0: none): a snapshot shows no
     /// change newer, so once the consumer has handed every change up to it to Spark, a snapshot
     /// taken now overtakes none ([`super::changes::PodChangeQueue::handed_on`]).
-    pub fn newest_change(&self) -> u64 {
+    pub(super) fn newest_change(&self) -> u64 {
         self.newest_change
     }
 
@@ -143,21 +143,21 @@ impl ExecutorPodCache {
     }
 
     #[cfg(test)]
-    pub fn get(&self, name: &str) -> Option<&Arc<CachedPod>> {
+    pub(super) fn get(&self, name: &str) -> Option<&Arc<CachedPod>> {
         self.live.get(name)
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.live.len()
     }
 
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.live.is_empty()
     }
 
     /// Bytes of encoded pods held, compressed (the bulk of the cache's memory).
-    pub fn json_bytes(&self) -> usize {
+    pub(super) fn json_bytes(&self) -> usize {
         self.live.values().map(|p| p.json.held_bytes()).sum()
     }
 

@@ -35,7 +35,7 @@ use crate::pod::{PodChange, SparkState};
 pub struct QueueClosed;
 
 #[derive(Default)]
-pub struct PodChangeQueue {
+pub(crate) struct PodChangeQueue {
     state: Mutex<QueueState>,
     changed: Condvar,
     /// The consumer came back for more: the batch it held has been handed on.
@@ -81,7 +81,7 @@ impl QueueState {
 }
 
 impl PodChangeQueue {
-    pub fn push(&self, change: PodChange) {
+    pub(crate) fn push(&self, change: PodChange) {
         let mut state = self.state.lock();
         if state.closed {
             return;
@@ -114,7 +114,7 @@ impl PodChangeQueue {
     /// Takes up to `max` changes, oldest first, waiting up to `timeout` for the
     /// first. An empty batch means the timeout passed. One consumer: it hands each
     /// batch on before it takes again.
-    pub fn take(&self, max: usize, timeout: Duration) -> Result<Vec<PodChange>, QueueClosed> {
+    pub(crate) fn take(&self, max: usize, timeout: Duration) -> Result<Vec<PodChange>, QueueClosed> {
         let deadline = deadline_after(timeout);
         let mut state = self.state.lock();
         state.consumer = true;
@@ -151,13 +151,13 @@ impl PodChangeQueue {
 
     /// Whether every change up to cache generation `generation` has been handed on by the
     /// consumer (true while none has taken anything).
-    pub fn handed_on(&self, generation: u64) -> bool {
+    pub(crate) fn handed_on(&self, generation: u64) -> bool {
         self.state.lock().handed_on(generation)
     }
 
     /// Waits until [`Self::handed_on`] holds, the queue closes, or `deadline`; on the deadline,
     /// how many changes still wait or are in the consumer's hand.
-    pub fn await_handed_on(&self, generation: u64, deadline: Instant) -> Result<(), usize> {
+    pub(crate) fn await_handed_on(&self, generation: u64, deadline: Instant) -> Result<(), usize> {
         let mut state = self.state.lock();
         while !state.handed_on(generation) && !state.closed {
             if self.handed_on.wait_until(&mut state, deadline).timed_out() {
@@ -168,24 +168,24 @@ impl PodChangeQueue {
     }
 
     /// Whether this version of the pod was handed to the consumer last.
-    pub fn was_delivered(&self, name: &str, resource_version: &str) -> bool {
+    pub(crate) fn was_delivered(&self, name: &str, resource_version: &str) -> bool {
         self.state.lock().delivered.get(name).is_some_and(|rv| rv == resource_version)
     }
 
     /// Wakes every waiting consumer; later pushes are dropped.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.state.lock().closed = true;
         self.changed.notify_all();
         self.handed_on.notify_all();
     }
 
     /// Changes waiting.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.state.lock().order.len()
     }
 
     /// Changes replaced by a newer change of the same pod before delivery.
-    pub fn coalesced(&self) -> u64 {
+    pub(crate) fn coalesced(&self) -> u64 {
         self.state.lock().coalesced
     }
 }
@@ -196,7 +196,7 @@ fn spark_state(change: &PodChange) -> SparkState {
 
 /// `now + timeout`, or about a year from now when that would overflow
 /// (a caller may pass Long.MAX_VALUE milliseconds).
-pub fn deadline_after(timeout: Duration) -> Instant {
+pub(crate) fn deadline_after(timeout: Duration) -> Instant {
     let now = Instant::now();
     now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600))
 }

@@ -32,7 +32,7 @@ use kube::ResourceExt;
 
 /// Where a list starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ListFrom {
+pub(super) enum ListFrom {
     /// Any state the apiserver holds (`resourceVersion=0`): its watch cache, however old. Only
     /// for the first list, which has nothing to be older than.
     Any,
@@ -42,7 +42,7 @@ pub enum ListFrom {
 
 /// How a list is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListMethod {
+pub(super) enum ListMethod {
     /// Pages of this many pods.
     Paged(u32),
     /// One response (the watch cache ignores limits on the lists it serves).
@@ -56,14 +56,14 @@ pub enum ListMethod {
 
 /// One list, as the machine asks for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListRequest {
+pub(super) struct ListRequest {
     pub method: ListMethod,
     pub from: ListFrom,
 }
 
 /// What to request, as the machine chose ([`super::machine::InformerMachine::requests`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Requests {
+pub(super) enum Requests {
     /// A list, then the watch from its resourceVersion.
     List(ListRequest),
     /// After a stale spell or a break: a consistent read, then the watch resumed after
@@ -73,7 +73,7 @@ pub enum Requests {
 
 /// What the requests showed.
 #[derive(Debug)]
-pub enum Item {
+pub(super) enum Item {
     /// The list begins.
     ListBegan,
     /// A pod of the list.
@@ -96,7 +96,7 @@ pub enum Item {
 
 /// A failed request, or an error the apiserver sent in a watch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
+pub(super) struct Failure {
     pub error: String,
     /// The apiserver's status code, if it sent one.
     pub status: Option<u16>,
@@ -107,7 +107,7 @@ pub struct Failure {
 
 impl Failure {
     /// The watch cannot resume: its resourceVersion is gone (410); only a relist continues.
-    pub fn is_gone(&self) -> bool {
+    pub(super) fn is_gone(&self) -> bool {
         self.status == Some(410)
     }
 
@@ -132,7 +132,7 @@ impl Failure {
 
 /// The parameters every request shares.
 #[derive(Debug, Clone)]
-pub struct Selector {
+pub(super) struct Selector {
     pub labels: String,
     /// A watch's `timeoutSeconds`.
     pub watch_timeout: u32,
@@ -143,7 +143,11 @@ pub struct Selector {
 
 /// The list `requests`, then the watch, resumed until it cannot be (410 Gone ends the stream:
 /// the machine relists). Failures are items; the caller backs off after each.
-pub fn list_watch(pods: Api<Pod>, selector: Selector, requests: Requests) -> BoxStream<'static, Result<Item, Failure>> {
+pub(super) fn list_watch(
+    pods: Api<Pod>,
+    selector: Selector,
+    requests: Requests,
+) -> BoxStream<'static, Result<Item, Failure>> {
     let (request, resume) = match requests {
         Requests::List(request) => (request, None),
         Requests::ProveThenResume { read, resume_from } => (read, Some(resume_from)),
@@ -372,7 +376,7 @@ fn no_resource_version() -> Failure {
 /// The resourceVersion a watch resumes from: one revision before `rv`, so that the apiserver's
 /// bookmark (sent only past the revision asked for) shows it is at least at `rv` (module doc).
 /// A resourceVersion that is not an etcd revision is resumed from as it is.
-pub fn resume_after(rv: &str) -> String {
+pub(super) fn resume_after(rv: &str) -> String {
     match rv.parse::<u64>() {
         Ok(revision) if revision > 1 => (revision - 1).to_string(),
         _ => rv.to_string(),
@@ -410,7 +414,7 @@ fn list_params(selector: &Selector, request: &ListRequest, continue_token: Optio
 }
 
 /// The error and its causes, on one line.
-pub fn describe(error: &dyn std::error::Error) -> String {
+pub(super) fn describe(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

@@ -67,7 +67,7 @@ use crate::settings::{self, InitialList};
 /// Where the informer is, as the apiserver sees it. Each phase carries what only it has: the list
 /// in progress (`listing`, when it began) or the watch request in progress (`watch`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Phase {
+pub(super) enum Phase {
     /// Listing for the first time (one attempt after another); the cache is empty and
     /// never served. How the list is made is the machine's `strategy` (Auto falls back to the
     /// watch cache as an explicit transition), which every relist uses too.
@@ -89,7 +89,7 @@ pub enum Phase {
 
 /// Why the informer relists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RelistCause {
+pub(super) enum RelistCause {
     /// The watch could not resume (410 Gone) after a short gap: the old cache is as current
     /// as before that watch and keeps serving until that is older than the stale bound.
     Gone,
@@ -104,7 +104,7 @@ pub enum RelistCause {
 
 /// Why a watch resumes behind a consistent read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResumeCause {
+pub(super) enum ResumeCause {
     /// A silence longer than the silence bound: the cache is stale, and nothing is served until
     /// the resumed watch catches up.
     StaleSpell,
@@ -116,7 +116,7 @@ pub enum ResumeCause {
 
 /// The consistent read that a resumed watch must catch up with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProofRead {
+pub(super) enum ProofRead {
     /// Not answered yet; `began` is when the current attempt began, if one has.
     Reading { began: Option<Instant> },
     /// Answered: the apiserver's state as of `revision`, read at some moment after `began`.
@@ -138,7 +138,7 @@ impl ResumeCause {
 }
 
 impl Phase {
-    pub fn name(&self) -> &'static str {
+    pub(super) fn name(&self) -> &'static str {
         match self {
             Phase::InitialList { .. } => "initial list",
             Phase::Watching { .. } => "watching",
@@ -154,7 +154,7 @@ impl Phase {
 
 /// What the informer task saw: one of kube's watcher items, a timer, or a stop.
 #[derive(Debug)]
-pub enum Input {
+pub(super) enum Input {
     /// A list begins (`Event::Init`).
     ListBegan,
     /// A pod of the list in progress (`Event::InitApply`).
@@ -195,7 +195,7 @@ pub enum Input {
 
 /// What the informer task must do after a step.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Effect {
+pub(super) enum Effect {
     /// Hand these changes to Spark and to the subscribers, in this order.
     Deliver(Vec<PodChange>),
     /// A list completed: the whole set of pods, for subscribers that reconcile (Services).
@@ -206,7 +206,7 @@ pub enum Effect {
 
 /// The current run of failures.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FailureRun {
+pub(super) struct FailureRun {
     pub since: SystemTime,
     pub last_error: String,
     pub consecutive: u32,
@@ -216,7 +216,7 @@ pub struct FailureRun {
 
 /// Timing settings the machine needs.
 #[derive(Debug, Clone, Copy)]
-pub struct Bounds {
+pub(super) struct Bounds {
     /// How old the cache may be when a full snapshot is taken.
     pub stale_bound: Duration,
     /// How long a healthy watch may be silent (`InformerSettings::silence_bound`); longer, the
@@ -230,7 +230,7 @@ pub struct Bounds {
 
 /// The state machine. See the module doc.
 #[derive(Debug)]
-pub struct InformerMachine {
+pub(super) struct InformerMachine {
     phase: Phase,
     cache: ExecutorPodCache,
     bounds: Bounds,
@@ -260,7 +260,7 @@ pub struct InformerMachine {
 
 impl InformerMachine {
     /// `rules`: how Spark classifies the pods, which the change queue keeps from coalescing away.
-    pub fn new(strategy: InitialList, bounds: Bounds, rules: SparkStateRules, now: Instant) -> Self {
+    pub(super) fn new(strategy: InitialList, bounds: Bounds, rules: SparkStateRules, now: Instant) -> Self {
         Self {
             phase: Phase::InitialList { listing: None },
             cache: ExecutorPodCache::new(rules),
@@ -283,7 +283,7 @@ impl InformerMachine {
     }
 
     /// Applies one input seen at `now`; returns what the informer task must do.
-    pub fn step(&mut self, input: Input, now: Instant) -> Vec<Effect> {
+    pub(super) fn step(&mut self, input: Input, now: Instant) -> Vec<Effect> {
         if self.phase == Phase::Stopped {
             return Vec::new();
         }
@@ -831,7 +831,7 @@ impl InformerMachine {
     }
 
     /// How current the cache is now, if it ever listed.
-    pub fn current_as_of(&self, wire: Option<Instant>) -> Option<Instant> {
+    pub(super) fn current_as_of(&self, wire: Option<Instant>) -> Option<Instant> {
         self.current_as_of?;
         Some(match self.watch_as_of(wire) {
             WatchAsOf::Current(t) | WatchAsOf::ResumedAfterSilence(t) => t,
@@ -839,7 +839,7 @@ impl InformerMachine {
     }
 
     /// Whether a full snapshot may be handed to Spark now.
-    pub fn readiness(&self, now: Instant, wire: Option<Instant>) -> Result<(), NotReady> {
+    pub(super) fn readiness(&self, now: Instant, wire: Option<Instant>) -> Result<(), NotReady> {
         match self.phase {
             Phase::Stopped => return Err(NotReady::Stopped),
             Phase::InitialList { .. } => return Err(NotReady::NeverSynced),
@@ -867,13 +867,17 @@ impl InformerMachine {
     }
 
     /// A full snapshot and the cache generation it shows, if ready (checked and taken at once).
-    pub fn lister_snapshot(&self, now: Instant, wire: Option<Instant>) -> Result<(Vec<Arc<CachedPod>>, u64), NotReady> {
+    pub(super) fn lister_snapshot(
+        &self,
+        now: Instant,
+        wire: Option<Instant>,
+    ) -> Result<(Vec<Arc<CachedPod>>, u64), NotReady> {
         self.readiness(now, wire)?;
         Ok((self.cache.snapshot(), self.cache.view()))
     }
 
     /// The operator's view of the state now.
-    pub fn sync_state(&self, now: Instant, wire: Option<Instant>) -> SyncState {
+    pub(super) fn sync_state(&self, now: Instant, wire: Option<Instant>) -> SyncState {
         if self.phase == Phase::Stopped {
             return SyncState::Stopped;
         }
@@ -913,48 +917,48 @@ impl InformerMachine {
         }
     }
 
-    pub fn phase(&self) -> &Phase {
+    pub(super) fn phase(&self) -> &Phase {
         &self.phase
     }
 
     /// In a run of failures (a relist that follows backs off).
-    pub fn is_failing(&self) -> bool {
+    pub(super) fn is_failing(&self) -> bool {
         self.failures.is_some()
     }
 
-    pub fn has_synced(&self) -> bool {
+    pub(super) fn has_synced(&self) -> bool {
         self.listed_at.is_some()
     }
 
     /// How lists are made now.
-    pub fn strategy(&self) -> InitialList {
+    pub(super) fn strategy(&self) -> InitialList {
         self.strategy
     }
 
-    pub fn cache(&self) -> &ExecutorPodCache {
+    pub(super) fn cache(&self) -> &ExecutorPodCache {
         &self.cache
     }
 
-    pub fn errors(&self) -> u64 {
+    pub(super) fn errors(&self) -> u64 {
         self.errors
     }
 
-    pub fn relists(&self) -> u64 {
+    pub(super) fn relists(&self) -> u64 {
         self.relists
     }
 
     /// Watches resumed after a stale spell.
-    pub fn resumes(&self) -> u64 {
+    pub(super) fn resumes(&self) -> u64 {
         self.resumes
     }
 
     /// Lists rejected because they were older than the cache.
-    pub fn rejected_lists(&self) -> u64 {
+    pub(super) fn rejected_lists(&self) -> u64 {
         self.rejected_lists
     }
 
     /// The newest resourceVersion the cache holds everything up to.
-    pub fn resource_version(&self) -> Option<&str> {
+    pub(super) fn resource_version(&self) -> Option<&str> {
         self.resource_version.as_deref()
     }
 
@@ -968,13 +972,13 @@ impl InformerMachine {
     /// behind etcd, and the informer would take the list for current (docs/field-notes.md).
     /// Relists are whole lists, not streamed: they are rare, and a streaming list's time is
     /// bounded by the watch's timeout.
-    pub fn list_request(&self) -> ListRequest {
+    pub(super) fn list_request(&self) -> ListRequest {
         self.list_request_of(self.resource_version.is_some())
     }
 
     /// The requests to make next: a list (and the watch from its resourceVersion), or, while
     /// resuming, the consistent read and the watch from the cache's.
-    pub fn requests(&self) -> Requests {
+    pub(super) fn requests(&self) -> Requests {
         match (&self.phase, &self.resource_version) {
             (Phase::Resuming { .. }, Some(rv)) => Requests::ProveThenResume {
                 read: ListRequest { method: ListMethod::ProofRead, from: ListFrom::MostRecent },
@@ -997,18 +1001,18 @@ impl InformerMachine {
         ListRequest { method, from }
     }
 
-    pub fn events_applied(&self) -> u64 {
+    pub(super) fn events_applied(&self) -> u64 {
         self.events_applied
     }
 
-    pub fn last_event(&self) -> Option<SystemTime> {
+    pub(super) fn last_event(&self) -> Option<SystemTime> {
         self.last_event
     }
 }
 
 /// The watch request in progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CurrentWatch {
+pub(super) struct CurrentWatch {
     began: Instant,
     /// When it first showed a resourceVersion at least as new as the cache's: from then on its
     /// bytes and its clean end prove the cache current.

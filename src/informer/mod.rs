@@ -176,11 +176,21 @@ pub struct ExecutorPodInformer {
     lifecycle: Mutex<Lifecycle>,
 }
 
-impl ExecutorPodInformer {
+/// The kube client the informer reads with, the driver's one: its read timeout
+/// allows a quiet watch its whole length, and a layer on it watches the
+/// informer's own requests for signs of life. Other parts may send their
+/// requests on it too (it shares connections and credentials); they bound
+/// their own waits.
+#[derive(Clone)]
+pub struct InformerClient {
+    client: kube::Client,
+    activity: Arc<ApiActivity>,
+}
+
+impl InformerClient {
     /// Builds the client from Spark's settings; no request is sent yet.
-    /// Must run on the tokio runtime that will drive the informer.
+    /// Must run on the tokio runtime that will drive it.
     pub async fn connect(settings: &Settings, app_id: &str) -> Result<Self, SetupError> {
-        settings::validate_app_id(app_id)?;
         let activity = Arc::new(ApiActivity::default());
         let config =
             client::kube_config(&settings.client, &client::user_agent(app_id), settings.informer.watch_timeout).await?;
@@ -188,18 +198,26 @@ impl ExecutorPodInformer {
             .map_err(ClientError::from)?
             .with_layer(&ActivityLayer(activity.clone()))
             .build();
-        Ok(Self::with_client(client, activity, &settings.client.namespace, app_id, settings.informer.clone()))
+        Ok(Self { client, activity })
     }
 
-    /// An informer over an existing client; `activity` must be fed by an
-    /// [`ActivityLayer`] on that client.
-    pub fn with_client(
-        client: kube::Client,
-        activity: Arc<ApiActivity>,
-        namespace: &str,
-        app_id: &str,
-        settings: InformerSettings,
-    ) -> Self {
+    /// A handle on the same client, for another part's requests.
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+}
+
+impl ExecutorPodInformer {
+    /// Validates the app id and builds the client from Spark's settings; no
+    /// request is sent yet. Must run on the tokio runtime that will drive the informer.
+    pub async fn connect(settings: &Settings, app_id: &str) -> Result<Self, SetupError> {
+        settings::validate_app_id(app_id)?;
+        let client = InformerClient::connect(settings, app_id).await?;
+        Ok(Self::new(client, &settings.client.namespace, app_id, settings.informer.clone()))
+    }
+
+    /// An informer over a client built for it; no request is sent yet.
+    pub fn new(client: InformerClient, namespace: &str, app_id: &str, settings: InformerSettings) -> Self {
         let bounds = Bounds {
             stale_bound: settings.stale_bound,
             silence_bound: settings.silence_bound(),
@@ -215,10 +233,10 @@ impl ExecutorPodInformer {
                 machine: Mutex::new(machine),
                 stepped: Condvar::new(),
                 changes: PodChangeQueue::default(),
-                activity,
+                activity: client.activity,
                 subscribers: Mutex::default(),
             }),
-            pods: Api::namespaced(client, namespace),
+            pods: Api::namespaced(client.client, namespace),
             runtime: tokio::runtime::Handle::current(),
             lifecycle: Mutex::new(Lifecycle::Created),
         }

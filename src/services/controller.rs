@@ -58,10 +58,15 @@ impl ServiceController {
     /// ([`ExecutorServices::check_access`]). Subscribed to no informer; must
     /// run on the runtime that will drive it.
     pub async fn connect(settings: &crate::settings::Settings, app_id: &str) -> Result<Self, SetupError> {
-        let services = Arc::new(ExecutorServices::connect(settings, app_id).await?);
+        Self::start(ExecutorServices::connect(settings, app_id).await?, settings).await
+    }
+
+    /// Asks the apiserver whether the driver may manage the Services, then
+    /// spawns the controller on the current runtime.
+    pub async fn start(services: ExecutorServices, settings: &crate::settings::Settings) -> Result<Self, SetupError> {
         services.check_access().await?;
-        let delete_after = settings.services.as_ref().expect("ExecutorServices::connect checked it").delete_after;
-        Ok(Self::spawn(services, delete_after))
+        let delete_after = settings.services.as_ref().map_or(Duration::ZERO, |s| s.delete_after);
+        Ok(Self::spawn(Arc::new(services), delete_after))
     }
 
     /// Spawns the controller on the current runtime. `delete_after` zero:

@@ -35,10 +35,12 @@ mod spec;
 pub use controller::{ServiceController, ServiceWork};
 pub use counters::{ServiceCounters, ServiceHealth};
 use retry::{retry_backoff, retry_delay, transient, ATTEMPTS};
-pub use spec::{
-    differs, driver_owner, executor_service, is_ours, service_name, BLOCK_MANAGER_PORT_NAME, MANAGED_BY,
-    MANAGED_BY_LABEL, SERVICE_ROLE,
-};
+pub use spec::service_name;
+use spec::{differs, driver_owner, executor_service, is_ours, MANAGED_BY_LABEL};
+
+/// One attempt's deadline unless [`ExecutorServices::with_attempt_deadline`] sets
+/// another: Spark's default request timeout (10 s) and the response slack.
+const DEFAULT_ATTEMPT_DEADLINE: Duration = Duration::from_secs(15);
 
 /// What `ensure` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +89,9 @@ pub struct ExecutorServices {
     requests: Semaphore,
     /// Set once the first foreign Service was logged: one line per app says it all.
     foreign_logged: AtomicBool,
+    /// The longest one attempt of a request may take (the client's own read
+    /// timeout may allow a quiet watch far longer).
+    attempt_deadline: Duration,
     pub counters: Arc<ServiceCounters>,
 }
 
@@ -112,6 +117,7 @@ impl ExecutorServices {
             owner: OnceCell::new(),
             requests: Semaphore::new(concurrency.max(1)),
             foreign_logged: AtomicBool::new(false),
+            attempt_deadline: DEFAULT_ATTEMPT_DEADLINE,
             counters: Arc::default(),
         }
     }
@@ -120,14 +126,33 @@ impl ExecutorServices {
         &self.app_id
     }
 
-    /// Executor Services from Spark's settings, with a client of their own.
-    /// Must run on the runtime that will drive the requests.
-    pub async fn connect(settings: &crate::settings::Settings, app_id: &str) -> Result<Self, SetupError> {
-        crate::settings::validate_app_id(app_id)?;
+    /// Executor Services from Spark's settings, over `client`, which may be the
+    /// driver's one client (the informer's): each attempt of a request is bounded
+    /// here, as a client built for a long quiet watch would wait its whole length.
+    pub fn from_settings(
+        client: kube::Client,
+        settings: &crate::settings::Settings,
+        app_id: &str,
+    ) -> Result<Self, SettingsError> {
         let service_settings = settings.services.as_ref().ok_or_else(|| {
             let key = crate::settings::keys::ENABLE_SERVICE;
             SettingsError::new(key.name, "false", "must be true to manage executor Services")
         })?;
+        let services = Self::new(
+            client,
+            &settings.client.namespace,
+            app_id,
+            &service_settings.driver_pod_name,
+            service_settings.block_manager_port,
+            service_settings.max_concurrent_requests,
+        );
+        Ok(services.with_attempt_deadline(settings.client.request_timeout + crate::client::RESPONSE_SLACK))
+    }
+
+    /// Executor Services from Spark's settings, with a client of their own: for
+    /// a driver without an informer. Must run on the runtime that will drive the requests.
+    pub async fn connect(settings: &crate::settings::Settings, app_id: &str) -> Result<Self, SetupError> {
+        crate::settings::validate_app_id(app_id)?;
         let config = crate::client::kube_config(
             &settings.client,
             &crate::client::user_agent(app_id),
@@ -136,14 +161,14 @@ impl ExecutorServices {
         )
         .await?;
         let client = kube::Client::try_from(config).map_err(crate::client::ClientError::from)?;
-        Ok(Self::new(
-            client,
-            &settings.client.namespace,
-            app_id,
-            &service_settings.driver_pod_name,
-            service_settings.block_manager_port,
-            service_settings.max_concurrent_requests,
-        ))
+        Ok(Self::from_settings(client, settings, app_id)?)
+    }
+
+    /// How long one attempt of a request may take before it is abandoned as a
+    /// dead connection and retried.
+    pub fn with_attempt_deadline(mut self, deadline: Duration) -> Self {
+        self.attempt_deadline = deadline;
+        self
     }
 
     /// The owner reference to the driver pod, looked up once.
@@ -278,7 +303,9 @@ impl ExecutorServices {
                 self.counters.requests.fetch_add(1, Ordering::Relaxed);
                 let now = self.counters.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
                 self.counters.peak_in_flight.fetch_max(now, Ordering::Relaxed);
-                let result = request().await;
+                let result = tokio::time::timeout(self.attempt_deadline, request())
+                    .await
+                    .unwrap_or_else(|elapsed| Err(kube::Error::Service(Box::new(elapsed))));
                 self.counters.in_flight.fetch_sub(1, Ordering::Relaxed);
                 result
             };

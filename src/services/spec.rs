@@ -10,12 +10,12 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use crate::labels;
 
 /// The one port of an executor Service.
-pub const BLOCK_MANAGER_PORT_NAME: &str = "spark-block-manager";
+pub(super) const BLOCK_MANAGER_PORT_NAME: &str = "spark-block-manager";
 /// `spark-role` of executor Services, so an operator finds them all:
 /// `kubectl get svc -l spark-app-selector=<app>,spark-role=executor-service`.
-pub const SERVICE_ROLE: &str = "executor-service";
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-pub const MANAGED_BY: &str = "spark-k8s-native";
+pub(super) const SERVICE_ROLE: &str = "executor-service";
+pub(super) const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub(super) const MANAGED_BY: &str = "spark-k8s-native";
 
 const MAX_NAME: usize = 63;
 
@@ -56,7 +56,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// The Service of one executor, exactly as it should be.
-pub fn executor_service(app_id: &str, exec_id: &str, port: u16, owner: &OwnerReference) -> Service {
+pub(super) fn executor_service(app_id: &str, exec_id: &str, port: u16, owner: &OwnerReference) -> Service {
     let labels = BTreeMap::from([
         (labels::APP.to_string(), app_id.to_string()),
         (labels::ROLE.to_string(), SERVICE_ROLE.to_string()),
@@ -92,7 +92,7 @@ pub fn executor_service(app_id: &str, exec_id: &str, port: u16, owner: &OwnerRef
 
 /// The owner reference to the driver pod: the Service outlives its executor
 /// and is garbage-collected with the driver.
-pub fn driver_owner(driver: &Pod) -> Option<OwnerReference> {
+pub(super) fn driver_owner(driver: &Pod) -> Option<OwnerReference> {
     Some(OwnerReference {
         api_version: "v1".into(),
         kind: "Pod".into(),
@@ -105,13 +105,13 @@ pub fn driver_owner(driver: &Pod) -> Option<OwnerReference> {
 
 /// Whether we made this Service. One we did not make (another tool, or a
 /// Spark that ships its own executor Services) is never repaired or deleted.
-pub fn is_ours(service: &Service) -> bool {
+pub(super) fn is_ours(service: &Service) -> bool {
     service.metadata.labels.as_ref().and_then(|l| l.get(MANAGED_BY_LABEL)).map(String::as_str) == Some(MANAGED_BY)
 }
 
 /// Whether an existing Service differs from the wanted one in what matters:
 /// labels, owner, selector, type and ports.
-pub fn differs(existing: &Service, wanted: &Service) -> bool {
+pub(super) fn differs(existing: &Service, wanted: &Service) -> bool {
     let (e, w) = (existing.spec.clone().unwrap_or_default(), wanted.spec.clone().unwrap_or_default());
     let labels_missing = wanted.metadata.labels.as_ref().is_some_and(|want| {
         let have = existing.metadata.labels.clone().unwrap_or_default();

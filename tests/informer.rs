@@ -776,7 +776,11 @@ async fn a_rewritten_token_file_is_picked_up_without_a_restart() {
             .collect::<std::collections::HashSet<String>>()
     };
     assert!(users_of_app().contains("spark-driver"));
-    std::fs::copy(plane.var("LOCALPLANE_PODS_ONLY_TOKEN_FILE"), &token_file).unwrap();
+    // Atomically, as the kubelet swaps a projected token: a copy over the file could be read
+    // half written, and the request that read it refused (a run here once saw Degraded just after).
+    let rotated = token_file.with_extension("rotated");
+    std::fs::copy(plane.var("LOCALPLANE_PODS_ONLY_TOKEN_FILE"), &rotated).unwrap();
+    std::fs::rename(&rotated, &token_file).unwrap();
     // kube re-reads a token file at least once a minute; watches reconnect every 10 s.
     eventually("requests with the rotated token", Duration::from_secs(120), || async {
         users_of_app().contains("spark-driver-pods-only").then_some(())

@@ -5,6 +5,8 @@
 //! it can be used and tested without a JVM. The [`jni`] module is the only
 //! place that touches the `jni` crate; it converts arguments and delegates.
 
+#![warn(unreachable_pub)]
+
 pub mod client;
 pub mod driver;
 pub mod informer;

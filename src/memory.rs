@@ -11,7 +11,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The system allocator, counting the bytes it has handed out and not had back.
-pub struct CountingAllocator;
+pub(crate) struct CountingAllocator;
 
 static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
 
@@ -51,7 +51,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
 
 /// Bytes this library holds on the heap now (requested sizes, without the
 /// system allocator's own overhead per block).
-pub fn allocated_bytes() -> usize {
+pub(crate) fn allocated_bytes() -> usize {
     LIVE_BYTES.load(Ordering::Relaxed)
 }
 

@@ -9,16 +9,16 @@ use parking_lot::Mutex;
 use tokio::runtime::Runtime;
 
 /// How long shutting the runtime down may wait for its tasks.
-pub const SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
+pub(crate) const SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
 
 static SHARED: Mutex<Option<Arc<Runtime>>> = Mutex::new(None);
 
 /// A share of the runtime; the runtime lives while any lease does.
-pub struct RuntimeLease(Option<Arc<Runtime>>);
+pub(crate) struct RuntimeLease(Option<Arc<Runtime>>);
 
 impl RuntimeLease {
     /// A lease on the shared runtime, building it if needed.
-    pub fn acquire() -> std::io::Result<RuntimeLease> {
+    pub(crate) fn acquire() -> std::io::Result<RuntimeLease> {
         let mut shared = SHARED.lock();
         if let Some(runtime) = shared.as_ref() {
             return Ok(RuntimeLease(Some(runtime.clone())));
@@ -36,12 +36,12 @@ impl RuntimeLease {
         Ok(RuntimeLease(Some(runtime)))
     }
 
-    pub fn handle(&self) -> &tokio::runtime::Handle {
+    pub(crate) fn handle(&self) -> &tokio::runtime::Handle {
         self.0.as_ref().expect("held until drop").handle()
     }
 
     /// Runs a future to completion from a thread outside the runtime (a JVM thread).
-    pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+    pub(crate) fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
         self.handle().block_on(future)
     }
 }

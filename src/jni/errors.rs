@@ -17,7 +17,7 @@ use crate::settings::SettingsError;
 const NATIVE_EXCEPTION: &str = "org/sparkk8snative/SparkK8sNativeException";
 
 #[derive(Debug, thiserror::Error)]
-pub enum JniError {
+pub(super) enum JniError {
     /// A bad argument or setting: `IllegalArgumentException`, naming it.
     #[error("{0}")]
     InvalidArgument(String),
@@ -80,7 +80,7 @@ impl From<ServiceError> for JniError {
 }
 
 /// Throws the Java exception for each error and panic, returning the default value.
-pub struct ThrowJavaException;
+pub(super) struct ThrowJavaException;
 
 impl<T: Default> ErrorPolicy<T, JniError> for ThrowJavaException {
     type Captures<'unowned_env_local: 'native_method, 'native_method> = ();

@@ -14,7 +14,7 @@ use crate::runtime::RuntimeLease;
 use crate::services::ServiceController;
 
 /// An informer and its share of the runtime.
-pub struct InformerHandle {
+pub(super) struct InformerHandle {
     pub informer: ExecutorPodInformer,
     /// The app's Service controller, subscribed to the informer, when Services
     /// are on; a services handle may share it. The informer's stop stops it.
@@ -24,7 +24,7 @@ pub struct InformerHandle {
 
 /// The app's executor Services, for the Java side to ensure synchronously and
 /// to report gone executors through.
-pub struct ServicesHandle {
+pub(super) struct ServicesHandle {
     pub controller: Arc<ServiceController>,
     /// Whether the controller is this handle's own (informer off), stopped
     /// when the handle is closed; one shared with an informer is left to the
@@ -33,13 +33,13 @@ pub struct ServicesHandle {
     pub runtime: RuntimeLease,
 }
 
-pub static INFORMERS: Lazy<Registry<InformerHandle>> = Lazy::new(|| Registry::new("informer"));
-pub static SERVICES: Lazy<Registry<ServicesHandle>> = Lazy::new(|| Registry::new("executor services"));
+pub(super) static INFORMERS: Lazy<Registry<InformerHandle>> = Lazy::new(|| Registry::new("informer"));
+pub(super) static SERVICES: Lazy<Registry<ServicesHandle>> = Lazy::new(|| Registry::new("executor services"));
 
 /// Ids are unique across registries, so a handle of one kind is never taken for another.
 static NEXT_ID: AtomicI64 = AtomicI64::new(1);
 
-pub struct Registry<T> {
+pub(super) struct Registry<T> {
     kind: &'static str,
     open: Mutex<HashMap<i64, Arc<T>>>,
 }
@@ -49,22 +49,22 @@ impl<T> Registry<T> {
         Self { kind, open: Mutex::default() }
     }
 
-    pub fn register(&self, handle: T) -> i64 {
+    pub(super) fn register(&self, handle: T) -> i64 {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         self.open.lock().insert(id, Arc::new(handle));
         id
     }
 
-    pub fn get(&self, id: i64) -> Result<Arc<T>, JniError> {
+    pub(super) fn get(&self, id: i64) -> Result<Arc<T>, JniError> {
         self.open.lock().get(&id).cloned().ok_or_else(|| self.closed(id))
     }
 
     /// Removes the handle; the caller stops it and drops it.
-    pub fn remove(&self, id: i64) -> Result<Arc<T>, JniError> {
+    pub(super) fn remove(&self, id: i64) -> Result<Arc<T>, JniError> {
         self.open.lock().remove(&id).ok_or_else(|| self.closed(id))
     }
 
-    pub fn open_count(&self) -> usize {
+    pub(super) fn open_count(&self) -> usize {
         self.open.lock().len()
     }
 

@@ -10,7 +10,8 @@
 //! CHANGES  (1) count:u32 entry*                  pod changes for Spark's updatePod
 //! SNAPSHOT (2) view:u64 count:u32 entry*         the lister's full snapshot
 //! UNCHANGED(3) view:u64                          the cache is exactly as the caller's view
-//! NOT_READY(4) reason:utf8 (to the end)          no snapshot may be taken now
+//! NOT_READY(4) reason:utf8 (to the end)          no snapshot may be taken now; from pollChanges:
+//!                                                no change will come, the informer is stopped
 //! HEALTH   (5) state:u8 has_synced:u8 consecutive_failures:u32
 //!              cache_size eventsApplied relists errors lists watchConnects
 //!              millisSinceEvent millisSinceActivity pendingChanges cacheJsonBytes resumes: i64 each
@@ -36,7 +37,7 @@ use crate::pod::{CachedPod, PodChange};
 
 /// Bumped with every change to the format, and to a native method's signature
 /// (the same check at load keeps a jar from calling a library that takes other arguments).
-pub const VERSION: u8 = 5;
+pub const VERSION: u8 = 6;
 
 pub const TAG_CHANGES: u8 = 1;
 pub const TAG_SNAPSHOT: u8 = 2;

@@ -100,8 +100,8 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_close<'local>(
 }
 
 /// `byte[] pollChanges(long handle, int maxBatch, long timeoutMillis)`: a
-/// CHANGES frame (see `wire.rs`), empty after the timeout, or null once the
-/// informer is stopped.
+/// CHANGES frame (see `wire.rs`), empty after the timeout, or, once the
+/// informer is stopped, a NOT_READY frame saying so (the lister's shape of "no").
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_sparkk8snative_NativeBridge_pollChanges<'local>(
     mut env: EnvUnowned<'local>,
@@ -116,7 +116,7 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_pollChanges<'local>(
         let handle = handles::INFORMERS.get(handle)?;
         match handle.informer.take_changes(max_batch as usize, timeout) {
             Ok(changes) => Ok(env.byte_array_from_slice(&wire::encode_changes(&changes))?),
-            Err(_) => Ok(jni::objects::JByteArray::default()),
+            Err(stopped) => Ok(env.byte_array_from_slice(&wire::encode_not_ready(&stopped.to_string()))?),
         }
     })
     .resolve::<ThrowJavaException>()
@@ -431,8 +431,8 @@ fn prepare(
     logs::install();
     let settings = Settings::from_spark_conf(&conf)?;
     settings.warn_unknown_keys();
-    // The app id is validated by the core part it is for (the informer's and the Service
-    // controller's connect each call settings::validate_app_id), not here.
+    // The app id is validated once, by the core's connect of what the handle is for
+    // (ExecutorTracking's for an informer, ServiceController's for Services alone), not here.
     let runtime =
         RuntimeLease::acquire().map_err(|e| JniError::IllegalState(format!("cannot start the native runtime: {e}")))?;
     Ok((settings, app_id, runtime))

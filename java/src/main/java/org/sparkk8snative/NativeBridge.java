@@ -35,7 +35,7 @@ final class NativeBridge {
 
   static native void close(long handle);
 
-  /** A CHANGES frame (see Wire), empty after the timeout, null once stopped. */
+  /** A CHANGES frame (see Wire), empty after the timeout; NOT_READY once stopped. */
   static native byte[] pollChanges(long handle, int maxBatch, long timeoutMillis);
 
   /** A SNAPSHOT, UNCHANGED or NOT_READY frame (see Wire), once ready or after waitMillis. */

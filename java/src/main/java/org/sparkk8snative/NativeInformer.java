@@ -1,8 +1,8 @@
 package org.sparkk8snative;
 
-import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * A native executor-pod informer: one list, then one long-lived watch of an app's executor pods,
@@ -58,13 +58,10 @@ public final class NativeInformer implements AutoCloseable {
 
   /**
    * Waits up to {@code timeoutMillis} for pod changes. Returns an empty list when none came, and
-   * null once the informer is stopped.
+   * nothing once the informer is stopped: no change will come.
    */
-  public List<PodBatch.Entry> pollChanges(int maxBatch, long timeoutMillis) {
-    byte[] frame = NativeBridge.pollChanges(handle, maxBatch, timeoutMillis);
-    return frame == null
-        ? null
-        : frame.length == 0 ? Collections.<PodBatch.Entry>emptyList() : Wire.changes(frame);
+  public Optional<List<PodBatch.Entry>> pollChanges(int maxBatch, long timeoutMillis) {
+    return Wire.changes(NativeBridge.pollChanges(handle, maxBatch, timeoutMillis));
   }
 
   /**

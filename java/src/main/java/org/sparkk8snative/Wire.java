@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Decodes the frames the native library sends. The format is described once, in the Rust module
@@ -12,7 +13,7 @@ import java.util.List;
  * fabric8: pods stay JSON bytes until the Spark glue decodes them.
  */
 final class Wire {
-  static final int VERSION = 5;
+  static final int VERSION = 6;
 
   private static final byte TAG_CHANGES = 1;
   private static final byte TAG_SNAPSHOT = 2;
@@ -22,13 +23,24 @@ final class Wire {
 
   private Wire() {}
 
-  /** A CHANGES frame: pod changes for Spark's updatePod. */
-  static List<PodBatch.Entry> changes(byte[] frame) {
+  /**
+   * A CHANGES frame: pod changes for Spark's updatePod; or NOT_READY, which {@code pollChanges}
+   * answers once the informer is stopped: empty.
+   */
+  static Optional<List<PodBatch.Entry>> changes(byte[] frame) {
     return decode(
         frame,
         in -> {
-          expect(in, TAG_CHANGES);
-          return entries(in, frame);
+          byte tag = in.get();
+          switch (tag) {
+            case TAG_CHANGES:
+              return Optional.of(entries(in, frame));
+            case TAG_NOT_READY:
+              in.position(in.limit());
+              return Optional.empty();
+            default:
+              throw new IllegalArgumentException("not pod changes: tag " + tag);
+          }
         });
   }
 

@@ -1,7 +1,6 @@
 package org.sparkk8snative;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.sparkk8snative.TestPlane.eventually;
@@ -13,6 +12,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -35,7 +35,7 @@ class NativeInformerContractTest {
     assertTrue(informer.listerSnapshot(0) instanceof ListerAnswer.Ready);
     informer.stop();
     informer.stop();
-    assertNull(informer.pollChanges(10, 10), "a stopped informer answers null");
+    assertEquals(Optional.empty(), informer.pollChanges(10, 10), "a stopped informer: no change");
     long waitBegan = System.nanoTime();
     ListerAnswer whyNot = informer.listerSnapshot(0, 60_000);
     assertTrue(
@@ -66,12 +66,13 @@ class NativeInformerContractTest {
     NativeInformer informer =
         NativeInformer.create(plane.sparkConf(false), TestPlane.uniqueAppId("blocked"));
     informer.start();
-    CompletableFuture<List<PodBatch.Entry>> poll =
+    CompletableFuture<Optional<List<PodBatch.Entry>>> poll =
         CompletableFuture.supplyAsync(() -> informer.pollChanges(10, 60_000));
     Thread.sleep(300);
     long began = System.nanoTime();
     informer.close();
-    assertNull(poll.get(10, TimeUnit.SECONDS), "the blocked poll ends with null");
+    assertEquals(
+        Optional.empty(), poll.get(10, TimeUnit.SECONDS), "the blocked poll ends: no change");
     assertTrue(System.nanoTime() - began < Duration.ofSeconds(6).toNanos());
   }
 
@@ -221,13 +222,12 @@ class NativeInformerContractTest {
       assertTrue(negativeWait.getMessage().contains("waitMillis"), negativeWait.getMessage());
       informer.start();
       // Extreme but legal values are served, not crashed on.
-      assertTrue(informer.pollChanges(Integer.MAX_VALUE, 1) != null);
-      java.util.concurrent.CompletableFuture<List<PodBatch.Entry>> forever =
-          java.util.concurrent.CompletableFuture.supplyAsync(
-              () -> informer.pollChanges(1, Long.MAX_VALUE));
+      assertTrue(informer.pollChanges(Integer.MAX_VALUE, 1).isPresent());
+      CompletableFuture<Optional<List<PodBatch.Entry>>> forever =
+          CompletableFuture.supplyAsync(() -> informer.pollChanges(1, Long.MAX_VALUE));
       Thread.sleep(200);
       informer.stop();
-      assertNull(forever.get(10, TimeUnit.SECONDS));
+      assertEquals(Optional.empty(), forever.get(10, TimeUnit.SECONDS), "stopped: no change");
     } finally {
       informer.close();
     }

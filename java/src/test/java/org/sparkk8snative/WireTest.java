@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 /** Frames built by hand as src/wire.rs describes them decode to the right answers. */
@@ -42,6 +44,15 @@ class WireTest {
     assertEquals(7, ready.view());
     assertEquals("p1", ready.entries().get(0).podName());
     assertEquals(5, ready.entries().get(0).generation());
+  }
+
+  @Test
+  void pollChangesAnswersChangesOrNothingOnceStopped() {
+    assertEquals(
+        Optional.of(List.of()), Wire.changes(frame(1, ByteBuffer.allocate(4).putInt(0).array())));
+    byte[] stopped = "the informer is stopped".getBytes(StandardCharsets.UTF_8);
+    assertEquals(Optional.empty(), Wire.changes(frame(4, stopped)));
+    assertThrows(IllegalArgumentException.class, () -> Wire.changes(frame(5, new byte[0])));
   }
 
   @Test

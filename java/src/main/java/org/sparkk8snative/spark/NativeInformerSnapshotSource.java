@@ -1,6 +1,7 @@
 package org.sparkk8snative.spark;
 
 import java.util.List;
+import java.util.Optional;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -68,7 +69,7 @@ public final class NativeInformerSnapshotSource implements ExecutorPodsSnapshotS
 
   private void deliverUntilStopped(NativeInformer informer, String applicationId) {
     while (running) {
-      List<PodBatch.Entry> changes;
+      Optional<List<PodBatch.Entry>> changes;
       try {
         changes = informer.pollChanges(MAX_BATCH, POLL_MILLIS);
       } catch (RuntimeException e) {
@@ -86,11 +87,11 @@ public final class NativeInformerSnapshotSource implements ExecutorPodsSnapshotS
         }
         continue;
       }
-      if (changes == null) {
+      if (!changes.isPresent()) {
         ended(applicationId, "its native informer stopped", null);
         return;
       }
-      deliver(changes, applicationId);
+      deliver(changes.get(), applicationId);
     }
     LOG.debug("The native informer source of {} stopped", applicationId);
   }

@@ -28,6 +28,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
+import org.apache.spark.deploy.k8s.Constants;
 
 /**
  * The real local control plane for JVM tests: the one named by {@code
@@ -341,6 +342,11 @@ public final class TestPlane {
         .set("spark.ui.enabled", "false");
   }
 
+  /** The executor id Spark labels an executor's pod with. */
+  public static String executorId(Pod pod) {
+    return pod.getMetadata().getLabels().get(Constants.SPARK_EXECUTOR_ID_LABEL());
+  }
+
   /** The executor pods Spark made for an app, as the apiserver has them now. */
   public List<Pod> executorPods(String appId) {
     return admin
@@ -355,7 +361,7 @@ public final class TestPlane {
   /** The pod of one of the app's executors, by the executor id Spark labels it with. */
   public Pod executorPod(String appId, String execId) {
     return executorPods(appId).stream()
-        .filter(p -> execId.equals(p.getMetadata().getLabels().get("spark-exec-id")))
+        .filter(p -> execId.equals(executorId(p)))
         .findFirst()
         .orElseThrow(() -> new AssertionError("no pod of executor " + execId));
   }

@@ -145,7 +145,7 @@ class DecommissionTest {
 
       // The victim holds both kinds of blocks: each executor ran tasks of both jobs.
       Pod victimPod = plane.executorPods(appId).get(0);
-      String victim = victimPod.getMetadata().getLabels().get("spark-exec-id");
+      String victim = TestPlane.executorId(victimPod);
       // The victim's log, kept past its pod: what its decommissioning did, should it fail.
       ByteArrayOutputStream victimLog = new ByteArrayOutputStream();
       LogWatch victimLogWatch =

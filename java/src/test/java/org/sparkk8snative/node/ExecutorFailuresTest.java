@@ -291,8 +291,7 @@ class ExecutorFailuresTest {
                 if (action == Action.DELETED
                     || "Failed".equals(phase)
                     || "Succeeded".equals(phase)) {
-                  endedAt.putIfAbsent(
-                      pod.getMetadata().getLabels().get("spark-exec-id"), System.nanoTime());
+                  endedAt.putIfAbsent(TestPlane.executorId(pod), System.nanoTime());
                 }
               }
 

@@ -41,14 +41,9 @@ class ExecutorServicesOnTheNodeTest {
     String appId = sc.applicationId();
     AtomicLong remoteBytesRead = ProcessNode.remoteShuffleBytes(sc);
     try {
-      TestPlane.eventually(
-          "2 executors to register",
-          Duration.ofSeconds(180),
-          () -> sc.statusTracker().getExecutorInfos().length == 3);
+      ProcessNode.awaitExecutors(sc, 2);
       for (Pod pod : plane.executorPods(appId)) {
-        String service =
-            ExecutorServiceNames.serviceName(
-                appId, pod.getMetadata().getLabels().get("spark-exec-id"));
+        String service = ExecutorServiceNames.serviceName(appId, TestPlane.executorId(pod));
         boolean advertised = false;
         for (SparkExecutorInfo info : sc.statusTracker().getExecutorInfos()) {
           advertised |= info.host().equals(service);
@@ -65,9 +60,7 @@ class ExecutorServicesOnTheNodeTest {
 
       Pod victim = plane.executorPods(appId).get(0);
       String victimIp = victim.getStatus().getPodIP();
-      String service =
-          ExecutorServiceNames.serviceName(
-              appId, victim.getMetadata().getLabels().get("spark-exec-id"));
+      String service = ExecutorServiceNames.serviceName(appId, TestPlane.executorId(victim));
       assertEquals(
           "connected",
           ConnectionProbes.connect(service, ProcessNode.BLOCK_MANAGER_PORT).outcome(),

@@ -47,18 +47,13 @@ class NamespacedServiceNamesOnTheNodeTest {
     String appId = sc.applicationId();
     AtomicLong remoteBytesRead = ProcessNode.remoteShuffleBytes(sc);
     try {
-      TestPlane.eventually(
-          "2 executors to register",
-          Duration.ofSeconds(180),
-          () -> sc.statusTracker().getExecutorInfos().length == 3);
+      ProcessNode.awaitExecutors(sc, 2);
       Set<String> hosts = new HashSet<>();
       for (SparkExecutorInfo info : sc.statusTracker().getExecutorInfos()) {
         hosts.add(info.host());
       }
       for (Pod pod : plane.executorPods(appId)) {
-        String service =
-            ExecutorServiceNames.serviceName(
-                appId, pod.getMetadata().getLabels().get("spark-exec-id"));
+        String service = ExecutorServiceNames.serviceName(appId, TestPlane.executorId(pod));
         String advertised = service + "." + plane.namespace() + ".svc";
         assertTrue(hosts.contains(advertised), advertised + " among " + hosts);
         List<HostAlias> aliases = pod.getSpec().getHostAliases();

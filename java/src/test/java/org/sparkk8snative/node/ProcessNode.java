@@ -140,6 +140,17 @@ public final class ProcessNode {
     return withJob(sparkDriverConf(appName), executors, nativeSources);
   }
 
+  /**
+   * Waits until {@code executors} executors have registered with the driver (which counts itself
+   * among Spark's executor infos), as long as starting their JVMs on 2 cores may take.
+   */
+  public static void awaitExecutors(SparkContext sc, int executors) {
+    TestPlane.eventually(
+        executors + " executors to register with the driver",
+        Duration.ofSeconds(180),
+        () -> sc.statusTracker().getExecutorInfos().length == executors + 1);
+  }
+
   /** Counts the shuffle bytes reducers fetch from other executors, from Spark's task metrics. */
   public static AtomicLong remoteShuffleBytes(SparkContext sc) {
     AtomicLong bytes = new AtomicLong();

@@ -147,7 +147,7 @@ public final class RealNodeBenchmark {
       }
 
       Pod victim = plane.executorPods(appId).get(0);
-      String victimId = victim.getMetadata().getLabels().get("spark-exec-id");
+      String victimId = TestPlane.executorId(victim);
       String victimIp = victim.getStatus().getPodIP();
       String service = ExecutorServiceNames.serviceName(appId, victimId);
       long killedNanos = System.nanoTime();

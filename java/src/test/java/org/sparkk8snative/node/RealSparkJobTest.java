@@ -81,10 +81,7 @@ class RealSparkJobTest {
         });
     try {
       // The driver itself is one of the executor infos.
-      TestPlane.eventually(
-          EXECUTORS + " executors to register with the driver",
-          Duration.ofSeconds(180),
-          () -> sc.statusTracker().getExecutorInfos().length == EXECUTORS + 1);
+      ProcessNode.awaitExecutors(sc, EXECUTORS);
       long registeredMillis = (System.nanoTime() - began) / 1_000_000;
       for (Pod pod : plane.executorPods(appId)) {
         assertEquals("Running", pod.getStatus().getPhase(), pod.getMetadata().getName());

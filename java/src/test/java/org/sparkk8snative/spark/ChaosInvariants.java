@@ -331,7 +331,7 @@ final class ChaosInvariants {
   }
 
   private static long execId(Pod pod) {
-    return Long.parseLong(pod.getMetadata().getLabels().get("spark-exec-id"));
+    return Long.parseLong(TestPlane.executorId(pod));
   }
 
   private static <K, V> String difference(Map<K, V> a, Map<K, V> b) {

@@ -29,6 +29,7 @@ import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshot;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
 import org.apache.spark.scheduler.cluster.k8s.KubernetesClusterSchedulerBackend;
 import org.apache.spark.util.SystemClock;
+import org.sparkk8snative.TestPlane;
 
 /**
  * What Spark decides about its executors when one snapshot source feeds it: Spark's real snapshot
@@ -199,7 +200,7 @@ final class SparkDecisions {
   }
 
   private void record(Pod pod) {
-    String id = pod.getMetadata().getLabels().get("spark-exec-id");
+    String id = TestPlane.executorId(pod);
     if (id == null) {
       return;
     }

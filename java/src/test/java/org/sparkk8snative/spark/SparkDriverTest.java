@@ -77,7 +77,7 @@ class SparkDriverTest {
           Duration.ofSeconds(60),
           () ->
               plane.executorPods(appId).stream()
-                  .anyMatch(p -> "3".equals(p.getMetadata().getLabels().get("spark-exec-id"))));
+                  .anyMatch(p -> "3".equals(TestPlane.executorId(p))));
       Thread.sleep(4_000); // a few polling intervals, for the audit log
     } catch (InterruptedException e) {
       throw new AssertionError(e);
@@ -146,7 +146,7 @@ class SparkDriverTest {
             () -> plane.executorPods(appId).size() == 2);
         assertEquals(2, services(appId).size(), "each Service exists once its pod does");
         for (Pod pod : plane.executorPods(appId)) {
-          String execId = pod.getMetadata().getLabels().get("spark-exec-id");
+          String execId = TestPlane.executorId(pod);
           String name = ExecutorServiceNames.serviceName(appId, execId);
           assertEquals(
               name, pod.getSpec().getHostname(), "the pod's hostname is its Service's name");
@@ -167,8 +167,7 @@ class SparkDriverTest {
         }
         Pod victim = plane.executorPods(appId).get(0);
         String victimService =
-            ExecutorServiceNames.serviceName(
-                appId, victim.getMetadata().getLabels().get("spark-exec-id"));
+            ExecutorServiceNames.serviceName(appId, TestPlane.executorId(victim));
         plane.deletePod(victim.getMetadata().getName());
         eventually(
             "the Service of the deleted executor to be deleted after deleteAfter (1 s)",
@@ -220,9 +219,7 @@ class SparkDriverTest {
           () -> plane.executorPods(appId).size() == 2);
       assertEquals(0, services(appId).size(), "the quota refused every Service");
       for (Pod pod : plane.executorPods(appId)) {
-        String service =
-            ExecutorServiceNames.serviceName(
-                appId, pod.getMetadata().getLabels().get("spark-exec-id"));
+        String service = ExecutorServiceNames.serviceName(appId, TestPlane.executorId(pod));
         assertTrue(
             !service.equals(pod.getSpec().getHostname()),
             "the pod keeps the hostname Spark gave it: " + pod.getSpec().getHostname());

@@ -75,7 +75,9 @@ fi
 # build_module NAME DIR [PACKAGE]: our own Go programs, rebuilt when their source changes.
 build_module() {
   local name=$1 dir=$2 key
-  key=$(cat "$dir"/go.mod "$dir"/go.sum "$dir"/*.go | sha256sum | cut -c1-12)
+  # Every Go file of the module, its packages' too (tests/localplane/internal/...), in a fixed order.
+  key=$( (cat "$dir"/go.mod "$dir"/go.sum; find "$dir" -name '*.go' ! -name '*_test.go' -print0 | LC_ALL=C sort -z |
+    xargs -0 cat) | sha256sum | cut -c1-12)
   if [[ -x "$bin/$name" && "$(cat "$bin/$name.key" 2>/dev/null)" == "$key" ]]; then
     return
   fi

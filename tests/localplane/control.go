@@ -49,43 +49,43 @@ func (pl *plane) serveControl() (string, error) {
 		reply(w, map[string]any{"ok": err == nil, "seconds": time.Since(began).Seconds()}, err)
 	})
 	mux.HandleFunc("POST /apiserver/stop", func(w http.ResponseWriter, r *http.Request) {
-		pl.apiserver.stop(2 * time.Second)
+		pl.apiserver.Stop(2 * time.Second)
 		reply(w, ok, nil)
 	})
 	mux.HandleFunc("POST /apiserver/start", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, ok, pl.startAPIServer())
 	})
 	mux.HandleFunc("POST /etcd/compact", func(w http.ResponseWriter, r *http.Request) {
-		rev, err := pl.etcd.compact()
+		rev, err := pl.etcd.Compact()
 		reply(w, map[string]any{"revision": rev}, err)
 	})
 	mux.HandleFunc("POST /proxy/cut", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, map[string]any{"closed": pl.proxy.cut()}, nil)
+		reply(w, map[string]any{"closed": pl.proxy.Cut()}, nil)
 	})
 	mux.HandleFunc("POST /proxy/blackhole", func(w http.ResponseWriter, r *http.Request) {
-		pl.proxy.blackhole(seconds(r, "seconds"))
+		pl.proxy.Blackhole(seconds(r, "seconds"))
 		reply(w, ok, nil)
 	})
 	mux.HandleFunc("POST /proxy/delay", func(w http.ResponseWriter, r *http.Request) {
 		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
-		pl.proxy.setDelay(time.Duration(ms) * time.Millisecond)
+		pl.proxy.SetDelay(time.Duration(ms) * time.Millisecond)
 		reply(w, ok, nil)
 	})
 	mux.HandleFunc("POST /proxy/throttle", func(w http.ResponseWriter, r *http.Request) {
-		pl.proxy.throttle(seconds(r, "seconds"))
+		pl.proxy.Throttle(seconds(r, "seconds"))
 		reply(w, ok, nil)
 	})
 	mux.HandleFunc("POST /proxy/bandwidth", func(w http.ResponseWriter, r *http.Request) {
 		bytesPerSecond, _ := strconv.Atoi(r.URL.Query().Get("bytesPerSecond"))
-		pl.proxy.limitBandwidth(bytesPerSecond)
+		pl.proxy.LimitBandwidth(bytesPerSecond)
 		reply(w, ok, nil)
 	})
 	mux.HandleFunc("POST /proxy/normal", func(w http.ResponseWriter, r *http.Request) {
-		pl.proxy.normal()
+		pl.proxy.Normal()
 		reply(w, ok, nil)
 	})
 	mux.HandleFunc("GET /proxy/stats", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, pl.proxy.stats(), nil)
+		reply(w, pl.proxy.Stats(), nil)
 	})
 	if pl.ha != nil {
 		pl.serveHAControl(mux, reply)
@@ -107,9 +107,9 @@ func (pl *plane) serveHAControl(mux *http.ServeMux, reply func(http.ResponseWrit
 		}
 		switch state := r.URL.Query().Get("link"); state {
 		case "cut":
-			reply(w, map[string]any{"closed": link.cut()}, nil)
+			reply(w, map[string]any{"closed": link.Cut()}, nil)
 		case "open":
-			link.restore()
+			link.Restore()
 			reply(w, map[string]any{"ok": true}, nil)
 		default:
 			reply(w, nil, fmt.Errorf("link=cut or link=open, not %q", state))
@@ -117,10 +117,10 @@ func (pl *plane) serveHAControl(mux *http.ServeMux, reply func(http.ResponseWrit
 	})
 	mux.HandleFunc("POST /ha/route", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		reply(w, map[string]any{"ok": true}, pl.ha.lb.route(q.Get("to"), q.Get("existing")))
+		reply(w, map[string]any{"ok": true}, pl.ha.lb.Route(q.Get("to"), q.Get("existing")))
 	})
 	mux.HandleFunc("POST /ha/release", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, map[string]any{"closed": pl.ha.lb.releaseHeld()}, nil)
+		reply(w, map[string]any{"closed": pl.ha.lb.ReleaseHeld()}, nil)
 	})
 	mux.HandleFunc("GET /ha/stats", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, pl.ha.stats(), nil)

@@ -16,6 +16,14 @@
 //	localplane leftovers --prefix P --dir DIR --netns-inode N   # after stop: exit 1 if anything of run P is left
 //
 // When ready, DIR/plane.env lists every address and file (LOCALPLANE_*).
+//
+// This package assembles the plane (plane.go), its control endpoint
+// (control.go), the HA plane (ha.go) and the sealed cluster (sealed.go,
+// node.go) from parts that are packages of their own, each with its tests:
+// internal/certs (the CA, certificates and tokens), internal/etcd (embedded
+// etcd, compaction), internal/proxy (the fault proxy), internal/forwarder (the
+// HA plane's TCP load balancer and etcd links) and internal/process (the
+// control-plane binaries as child processes).
 package main
 
 import (

@@ -14,10 +14,12 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"spark-k8s-native/localplane/internal/process"
 )
 
 type nodeComponents struct {
-	scheduler, agent, kubeProxy, coreDNS *childProcess
+	scheduler, agent, kubeProxy, coreDNS *process.Child
 	agentControlURL                      string
 	runPrefix, netns, netnsInode         string
 	supervisorPID                        string
@@ -84,21 +86,21 @@ func (pl *plane) startNodeComponents(componentsToken string) error {
 	writeKubeconfig(kubeconfig, pl.apiURL, pl.path("ca.crt"), map[string]string{"node": componentsToken}, "node", "")
 	bin := func(name string) string { return filepath.Join(pl.opts.binDir, name) }
 
-	n.scheduler = &childProcess{name: "kube-scheduler", path: bin("kube-scheduler"), logPath: pl.path("kube-scheduler.log"),
-		args: []string{"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0", "-v=1"}}
-	if err := n.scheduler.start(); err != nil {
+	n.scheduler = &process.Child{Name: "kube-scheduler", Path: bin("kube-scheduler"), LogPath: pl.path("kube-scheduler.log"),
+		Args: []string{"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0", "-v=1"}}
+	if err := n.scheduler.Start(); err != nil {
 		return err
 	}
 
 	agentControl := freePort()
 	n.agentControlURL = fmt.Sprintf("http://127.0.0.1:%d", agentControl)
-	n.agent = &childProcess{name: "node-agent", path: bin("node-agent"), logPath: pl.path("node-agent.log"),
-		args: []string{"run", "--kubeconfig", kubeconfig, "--node-name", nodeName, "--node-ip", nodeIP,
+	n.agent = &process.Child{Name: "node-agent", Path: bin("node-agent"), LogPath: pl.path("node-agent.log"),
+		Args: []string{"run", "--kubeconfig", kubeconfig, "--node-name", nodeName, "--node-ip", nodeIP,
 			"--bridge", nodeBridge, "--pod-cidr", podCIDR, "--run-prefix", n.runPrefix,
 			"--state-dir", pl.path("node"), "--images", pl.opts.images,
 			"--cluster-dns", clusterDNSIP, "--cluster-domain", clusterDomain,
 			"--kubelet-listen", nodeIP + ":10250", "--control-listen", fmt.Sprintf("127.0.0.1:%d", agentControl)}}
-	if err := n.agent.start(); err != nil {
+	if err := n.agent.Start(); err != nil {
 		return err
 	}
 	if err := pl.waitUntil("node "+nodeName+" Ready and untainted", 90*time.Second, n.agent, pl.nodeReady); err != nil {
@@ -107,13 +109,13 @@ func (pl *plane) startNodeComponents(componentsToken string) error {
 	progress("node %s ready (node-agent, pods as processes)", nodeName)
 
 	healthz := freePort()
-	n.kubeProxy = &childProcess{name: "kube-proxy", path: bin("kube-proxy"), logPath: pl.path("kube-proxy.log"),
-		args: []string{"--kubeconfig=" + kubeconfig, "--hostname-override=" + nodeName, "--proxy-mode=nftables",
+	n.kubeProxy = &process.Child{Name: "kube-proxy", Path: bin("kube-proxy"), LogPath: pl.path("kube-proxy.log"),
+		Args: []string{"--kubeconfig=" + kubeconfig, "--hostname-override=" + nodeName, "--proxy-mode=nftables",
 			"--cluster-cidr=" + podCIDR, "--conntrack-max-per-core=0",
 			"--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0",
 			fmt.Sprintf("--healthz-bind-address=127.0.0.1:%d", healthz),
 			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", freePort()), "-v=1"}}
-	if err := n.kubeProxy.start(); err != nil {
+	if err := n.kubeProxy.Start(); err != nil {
 		return err
 	}
 	if err := pl.waitUntil("kube-proxy to sync its rules", 60*time.Second, n.kubeProxy,
@@ -124,9 +126,9 @@ func (pl *plane) startNodeComponents(componentsToken string) error {
 
 	health, ready := freePort(), freePort()
 	must(os.WriteFile(pl.path("Corefile"), []byte(corefile(kubeconfig, health, ready)), 0o644))
-	n.coreDNS = &childProcess{name: "coredns", path: bin("coredns"), logPath: pl.path("coredns.log"),
-		args: []string{"-conf", pl.path("Corefile")}}
-	if err := n.coreDNS.start(); err != nil {
+	n.coreDNS = &process.Child{Name: "coredns", Path: bin("coredns"), LogPath: pl.path("coredns.log"),
+		Args: []string{"-conf", pl.path("Corefile")}}
+	if err := n.coreDNS.Start(); err != nil {
 		return err
 	}
 	if err := pl.waitUntil("CoreDNS to be ready", 60*time.Second, n.coreDNS,
@@ -205,18 +207,18 @@ func httpOK(url string) func() bool {
 }
 
 // waitUntil polls cond, failing early if the component it waits on exits.
-func (pl *plane) waitUntil(what string, timeout time.Duration, component *childProcess, cond func() bool) error {
+func (pl *plane) waitUntil(what string, timeout time.Duration, component *process.Child, cond func() bool) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if cond() {
 			return nil
 		}
-		if !component.running() {
-			return fmt.Errorf("%s exited while waiting for %s; see %s", component.name, what, component.logPath)
+		if !component.Running() {
+			return fmt.Errorf("%s exited while waiting for %s; see %s", component.Name, what, component.LogPath)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("no %s after %s; see %s", what, timeout, component.logPath)
+	return fmt.Errorf("no %s after %s; see %s", what, timeout, component.LogPath)
 }
 
 // bootstrapClusterDNS makes the kube-dns Service at the cluster DNS address,
@@ -245,9 +247,9 @@ func (pl *plane) bootstrapClusterDNS() error {
 
 func (n *nodeComponents) stop() {
 	// The agent first: it ends the pods' processes and removes their namespaces.
-	for _, c := range []*childProcess{n.agent, n.kubeProxy, n.coreDNS, n.scheduler} {
+	for _, c := range []*process.Child{n.agent, n.kubeProxy, n.coreDNS, n.scheduler} {
 		if c != nil {
-			c.stop(15 * time.Second)
+			c.Stop(15 * time.Second)
 		}
 	}
 }

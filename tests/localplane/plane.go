@@ -14,6 +14,12 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"spark-k8s-native/localplane/internal/certs"
+	"spark-k8s-native/localplane/internal/etcd"
+	"spark-k8s-native/localplane/internal/forwarder"
+	"spark-k8s-native/localplane/internal/process"
+	"spark-k8s-native/localplane/internal/proxy"
 )
 
 // Identities the plane creates. The restricted one has only what a Spark
@@ -42,10 +48,10 @@ type planeOptions struct {
 
 type plane struct {
 	opts       planeOptions
-	etcd       *embeddedEtcd
-	apiserver  *childProcess
-	kcm        *childProcess
-	proxy      *faultProxy
+	etcd       *etcd.Embedded
+	apiserver  *process.Child
+	kcm        *process.Child
+	proxy      *proxy.Fault
 	apiURL     string
 	proxyURL   string
 	controlURL string
@@ -67,16 +73,18 @@ func runPlane(opts planeOptions) (*plane, error) {
 			return pl, err
 		}
 	}
-	writePKI(opts.dir, restrictedUser)
-	pl.adminToken = randomToken()
-	tokens := map[string]string{
-		"admin":               randomToken(),
-		"restricted":          randomToken(),
-		"pods-only":           randomToken(),
-		"kube-controller-mgr": randomToken(),
-		"node-components":     randomToken(),
+	if err := certs.Write(opts.dir, restrictedUser, apiserverCertificate); err != nil {
+		return pl, err
 	}
-	tokens["admin"] = pl.adminToken
+	tokens := map[string]string{}
+	for _, name := range []string{"admin", "restricted", "pods-only", "kube-controller-mgr", "node-components"} {
+		token, err := certs.RandomToken()
+		if err != nil {
+			return pl, err
+		}
+		tokens[name] = token
+	}
+	pl.adminToken = tokens["admin"]
 	var csv strings.Builder
 	fmt.Fprintf(&csv, "%s,admin,uid-admin,\"system:masters\"\n", tokens["admin"])
 	fmt.Fprintf(&csv, "%s,%s,uid-restricted\n", tokens["restricted"], restrictedUser)
@@ -91,17 +99,17 @@ func runPlane(opts planeOptions) (*plane, error) {
 	must(os.WriteFile(pl.path("audit-policy.yaml"), []byte(auditPolicy), 0o644))
 
 	var err error
-	if pl.etcd, err = startEtcd(opts.dir); err != nil {
+	if pl.etcd, err = etcd.Start(opts.dir); err != nil {
 		return pl, err
 	}
-	progress("etcd ready at %s", pl.etcd.endpoint)
-	etcdURL := pl.etcd.endpoint
+	progress("etcd ready at %s", pl.etcd.Endpoint)
+	etcdURL := pl.etcd.Endpoint
 	if opts.ha {
 		pl.ha = &haParts{}
-		if pl.ha.etcdLinks, err = startEtcdLinks(pl.etcd.endpoint); err != nil {
+		if pl.ha.etcdLinks, err = startEtcdLinks(pl.etcd.Endpoint); err != nil {
 			return pl, err
 		}
-		etcdURL = "http://" + pl.ha.etcdLinks["a"].addr()
+		etcdURL = "http://" + pl.ha.etcdLinks["a"].Addr()
 	}
 
 	port := freePort()
@@ -110,9 +118,9 @@ func runPlane(opts planeOptions) (*plane, error) {
 		port = sealedAPIPort
 		pl.apiURL = fmt.Sprintf("https://%s:%d", nodeIP, port)
 	}
-	pl.apiserver = &childProcess{
-		name: "kube-apiserver", path: filepath.Join(opts.binDir, "kube-apiserver"),
-		args: pl.apiserverArgs(port, etcdURL, ""), logPath: pl.path("kube-apiserver.log"),
+	pl.apiserver = &process.Child{
+		Name: "kube-apiserver", Path: filepath.Join(opts.binDir, "kube-apiserver"),
+		Args: pl.apiserverArgs(port, etcdURL, ""), LogPath: pl.path("kube-apiserver.log"),
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(mustRead(pl.path("ca.crt")))
@@ -143,17 +151,17 @@ func runPlane(opts planeOptions) (*plane, error) {
 		// EndpointSlices, and projected service-account volumes the root CA ConfigMap.
 		controllers += ",endpointslice-controller,node-lifecycle-controller,root-ca-certificate-publisher-controller"
 	}
-	pl.kcm = &childProcess{
-		name: "kube-controller-manager", path: filepath.Join(opts.binDir, "kube-controller-manager"),
-		args: []string{
+	pl.kcm = &process.Child{
+		Name: "kube-controller-manager", Path: filepath.Join(opts.binDir, "kube-controller-manager"),
+		Args: []string{
 			"--kubeconfig=" + pl.path("kube-controller-manager.kubeconfig"),
 			"--controllers=" + controllers, "--root-ca-file=" + pl.path("ca.crt"),
 			"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false",
 			"--concurrent-gc-syncs=20", "-v=1",
 		},
-		logPath: pl.path("kube-controller-manager.log"),
+		LogPath: pl.path("kube-controller-manager.log"),
 	}
-	if err := pl.kcm.start(); err != nil {
+	if err := pl.kcm.Start(); err != nil {
 		return pl, err
 	}
 	// Pods are admitted only once their namespace's default service account exists.
@@ -167,7 +175,7 @@ func runPlane(opts planeOptions) (*plane, error) {
 		}
 	}
 
-	if pl.proxy, pl.proxyURL, err = startFaultProxy(pl.apiURL, pl.path("ca.crt"), pl.path("apiserver.crt"), pl.path("apiserver.key")); err != nil {
+	if pl.proxy, pl.proxyURL, err = proxy.Start(pl.apiURL, pl.path("ca.crt"), pl.path("apiserver.crt"), pl.path("apiserver.key")); err != nil {
 		return pl, err
 	}
 	if pl.controlURL, err = pl.serveControl(); err != nil {
@@ -226,10 +234,10 @@ func (pl *plane) startAPIServer() error {
 func (pl *plane) startSecondAPIServer() error {
 	port := freePort()
 	pl.ha.urlB = fmt.Sprintf("https://127.0.0.1:%d", port)
-	etcdURL := "http://" + pl.ha.etcdLinks["b"].addr()
-	pl.ha.apiserverB = &childProcess{
-		name: "kube-apiserver b", path: filepath.Join(pl.opts.binDir, "kube-apiserver"),
-		args: pl.apiserverArgs(port, etcdURL, "-b"), logPath: pl.path("kube-apiserver-b.log"),
+	etcdURL := "http://" + pl.ha.etcdLinks["b"].Addr()
+	pl.ha.apiserverB = &process.Child{
+		Name: "kube-apiserver b", Path: filepath.Join(pl.opts.binDir, "kube-apiserver"),
+		Args: pl.apiserverArgs(port, etcdURL, "-b"), LogPath: pl.path("kube-apiserver-b.log"),
 	}
 	if err := pl.startAndAwait(pl.ha.apiserverB, pl.ha.urlB); err != nil {
 		return err
@@ -237,26 +245,26 @@ func (pl *plane) startSecondAPIServer() error {
 	progress("kube-apiserver b ready at %s", pl.ha.urlB)
 	var err error
 	backends := map[string]string{"a": strings.TrimPrefix(pl.apiURL, "https://"), "b": strings.TrimPrefix(pl.ha.urlB, "https://")}
-	pl.ha.lb, err = startForwarder("load balancer", backends, "a")
+	pl.ha.lb, err = forwarder.Start("load balancer", backends, "a")
 	return err
 }
 
 // startAndAwait starts an apiserver and waits for its /readyz at url.
-func (pl *plane) startAndAwait(apiserver *childProcess, url string) error {
-	if err := apiserver.start(); err != nil {
+func (pl *plane) startAndAwait(apiserver *process.Child, url string) error {
+	if err := apiserver.Start(); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(120 * time.Second)
 	for time.Now().Before(deadline) {
-		if !apiserver.running() {
-			return fmt.Errorf("%s exited; see %s", apiserver.name, apiserver.logPath)
+		if !apiserver.Running() {
+			return fmt.Errorf("%s exited; see %s", apiserver.Name, apiserver.LogPath)
 		}
 		if status, _, err := pl.requestTo(url, "GET", "/readyz", nil); err == nil && status == 200 {
 			return nil
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("%s not ready after 120s; see %s", apiserver.name, apiserver.logPath)
+	return fmt.Errorf("%s not ready after 120s; see %s", apiserver.Name, apiserver.LogPath)
 }
 
 // waitFor polls GET path as admin until it answers 200.
@@ -272,7 +280,7 @@ func (pl *plane) waitFor(path string, timeout time.Duration) error {
 }
 
 func (pl *plane) restartAPIServer(down time.Duration) error {
-	pl.apiserver.stop(2 * time.Second)
+	pl.apiserver.Stop(2 * time.Second)
 	time.Sleep(down)
 	return pl.startAPIServer()
 }
@@ -294,13 +302,13 @@ func (pl *plane) requestTo(url, method, path string, body any) (int, []byte, err
 	}
 	req, err := http.NewRequest(method, url+path, rd)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+pl.adminToken)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := pl.httpClient.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
@@ -315,7 +323,10 @@ func (pl *plane) create(path string, obj map[string]any) error {
 			return nil
 		}
 		if attempt == 50 {
-			return fmt.Errorf("POST %s: %d %s %v", path, status, out, err)
+			if err != nil {
+				return fmt.Errorf("POST %s: %w", path, err)
+			}
+			return fmt.Errorf("POST %s: %d %s", path, status, out)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -381,7 +392,7 @@ func (pl *plane) writeEnv() {
 		{"LOCALPLANE_APISERVER", pl.apiURL},
 		{"LOCALPLANE_PROXY", pl.proxyURL},
 		{"LOCALPLANE_CONTROL", pl.controlURL},
-		{"LOCALPLANE_ETCD", pl.etcd.endpoint},
+		{"LOCALPLANE_ETCD", pl.etcd.Endpoint},
 		{"LOCALPLANE_CA_FILE", pl.path("ca.crt")},
 		{"LOCALPLANE_KUBECONFIG", pl.path("kubeconfig")},
 		{"LOCALPLANE_ADMIN_TOKEN_FILE", pl.path("admin.token")},
@@ -396,7 +407,7 @@ func (pl *plane) writeEnv() {
 	}
 	if pl.ha != nil {
 		vars = append(vars, [2]string{"LOCALPLANE_APISERVER_B", pl.ha.urlB},
-			[2]string{"LOCALPLANE_LOAD_BALANCER", "https://" + pl.ha.lb.addr()})
+			[2]string{"LOCALPLANE_LOAD_BALANCER", "https://" + pl.ha.lb.Addr()})
 	}
 	if pl.node != nil {
 		// stop signals the supervisor, which outlives the plane to clean up.
@@ -417,22 +428,22 @@ func (pl *plane) shutdown() {
 		pl.node.stop()
 	}
 	if pl.proxy != nil {
-		pl.proxy.close()
+		pl.proxy.Close()
 	}
 	if pl.kcm != nil {
-		pl.kcm.stop(5 * time.Second)
+		pl.kcm.Stop(5 * time.Second)
 	}
 	if pl.apiserver != nil {
-		pl.apiserver.stop(2 * time.Second)
+		pl.apiserver.Stop(2 * time.Second)
 	}
 	if pl.ha != nil {
 		if pl.ha.apiserverB != nil {
-			pl.ha.apiserverB.stop(2 * time.Second)
+			pl.ha.apiserverB.Stop(2 * time.Second)
 		}
 		pl.ha.close()
 	}
 	if pl.etcd != nil {
-		pl.etcd.close()
+		pl.etcd.Close()
 	}
 }
 
@@ -470,11 +481,19 @@ rules:
 - level: None
 `
 
+// apiserverCertificate names what the apiserver's certificate is valid for:
+// loopback, and in the sealed cluster its node IP and the kubernetes Service's
+// ClusterIP and DNS names.
+var apiserverCertificate = certs.Apiserver{
+	DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+		"kubernetes.default.svc." + clusterDomain},
+	IPs: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1"), net.ParseIP(nodeIP), net.ParseIP(kubernetesSvcIP)},
+}
+
 func freePort() int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := process.FreePort()
 	must(err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func mustRead(path string) []byte {

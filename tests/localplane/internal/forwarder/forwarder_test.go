@@ -1,4 +1,4 @@
-package main
+package forwarder
 
 import (
 	"bufio"
@@ -38,9 +38,9 @@ func echoBackend(t *testing.T, name string) string {
 
 // dialLine connects through the forwarder and returns the connection and the
 // backend's greeting.
-func dialLine(t *testing.T, f *forwarder) (net.Conn, *bufio.Reader, string) {
+func dialLine(t *testing.T, f *Forwarder) (net.Conn, *bufio.Reader, string) {
 	t.Helper()
-	c, err := net.Dial("tcp", f.addr())
+	c, err := net.Dial("tcp", f.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,13 +54,13 @@ func dialLine(t *testing.T, f *forwarder) (net.Conn, *bufio.Reader, string) {
 	return c, r, strings.TrimSpace(greeting)
 }
 
-func startTestForwarder(t *testing.T) *forwarder {
+func startTestForwarder(t *testing.T) *Forwarder {
 	t.Helper()
-	f, err := startForwarder("lb", map[string]string{"a": echoBackend(t, "a"), "b": echoBackend(t, "b")}, "a")
+	f, err := Start("lb", map[string]string{"a": echoBackend(t, "a"), "b": echoBackend(t, "b")}, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(f.close)
+	t.Cleanup(f.Close)
 	return f
 }
 
@@ -77,7 +77,7 @@ func TestARouteSendsNewConnectionsToTheBackendAndClosesTheOldOnesWhenAsked(t *te
 	if first != "a" {
 		t.Fatalf("first connection reached %q, want a", first)
 	}
-	if err := f.route("b", "close"); err != nil {
+	if err := f.Route("b", "close"); err != nil {
 		t.Fatal(err)
 	}
 	if !closedWithin(old, oldReader, 2*time.Second) {
@@ -91,7 +91,7 @@ func TestARouteSendsNewConnectionsToTheBackendAndClosesTheOldOnesWhenAsked(t *te
 func TestAHeldConnectionStaysOpenAndSilentUntilReleased(t *testing.T) {
 	f := startTestForwarder(t)
 	held, heldReader, _ := dialLine(t, f)
-	if err := f.route("b", "hold"); err != nil {
+	if err := f.Route("b", "hold"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := io.WriteString(held, "ping\n"); err != nil {
@@ -101,10 +101,10 @@ func TestAHeldConnectionStaysOpenAndSilentUntilReleased(t *testing.T) {
 	if line, err := heldReader.ReadString('\n'); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("a held connection answered %q (%v); want silence", line, err)
 	}
-	if n := f.stats()["held"]; n != 1 {
+	if n := f.Stats()["held"]; n != 1 {
 		t.Fatalf("held connections: %v, want 1", n)
 	}
-	if released := f.releaseHeld(); released != 1 {
+	if released := f.ReleaseHeld(); released != 1 {
 		t.Fatalf("released %d held connections, want 1", released)
 	}
 	if !closedWithin(held, heldReader, 2*time.Second) {
@@ -115,13 +115,13 @@ func TestAHeldConnectionStaysOpenAndSilentUntilReleased(t *testing.T) {
 func TestACutLinkClosesEveryConnectionAndRefusesNewOnesUntilRestored(t *testing.T) {
 	f := startTestForwarder(t)
 	open, openReader, _ := dialLine(t, f)
-	if n := f.cut(); n != 1 {
+	if n := f.Cut(); n != 1 {
 		t.Fatalf("cut closed %d connections, want 1", n)
 	}
 	if !closedWithin(open, openReader, 2*time.Second) {
 		t.Fatal("a connection survived the cut")
 	}
-	refused, err := net.Dial("tcp", f.addr())
+	refused, err := net.Dial("tcp", f.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestACutLinkClosesEveryConnectionAndRefusesNewOnesUntilRestored(t *testing.
 	if !closedWithin(refused, bufio.NewReader(refused), 2*time.Second) {
 		t.Fatal("a cut link accepted a new connection")
 	}
-	f.restore()
+	f.Restore()
 	if _, _, backend := dialLine(t, f); backend != "a" {
 		t.Fatalf("after restore a new connection reached %q, want a", backend)
 	}
@@ -137,10 +137,10 @@ func TestACutLinkClosesEveryConnectionAndRefusesNewOnesUntilRestored(t *testing.
 
 func TestARouteNamesWhatIsWrongWithIt(t *testing.T) {
 	f := startTestForwarder(t)
-	if err := f.route("c", "keep"); err == nil || !strings.Contains(err.Error(), `no backend "c" (have [a b])`) {
+	if err := f.Route("c", "keep"); err == nil || !strings.Contains(err.Error(), `no backend "c" (have [a b])`) {
 		t.Fatalf("a route to an unknown backend: %v", err)
 	}
-	if err := f.route("b", "drop"); err == nil || !strings.Contains(err.Error(), `not "drop"`) {
+	if err := f.Route("b", "drop"); err == nil || !strings.Contains(err.Error(), `not "drop"`) {
 		t.Fatalf("a route with an unknown word for existing connections: %v", err)
 	}
 }

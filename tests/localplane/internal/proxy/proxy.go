@@ -1,4 +1,5 @@
-package main
+// Package proxy is the plane's fault proxy in front of the apiserver.
+package proxy
 
 import (
 	"context"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,11 +19,11 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// faultProxy stands between clients and the apiserver, terminating TLS with
+// Fault stands between clients and the apiserver, terminating TLS with
 // the apiserver's own certificate, so that tests can cut every connection,
 // black-hole traffic (requests hang and open watch streams go silent, as in a
 // network partition), add delay, or answer 429 Too Many Requests.
-type faultProxy struct {
+type Fault struct {
 	server *http.Server
 	proxy  *httputil.ReverseProxy
 
@@ -38,18 +40,24 @@ type faultProxy struct {
 	requests, throttled, cuts, blackholes, responseBytes atomic.Int64
 }
 
-func startFaultProxy(upstream, caFile, certFile, keyFile string) (*faultProxy, string, error) {
+// Start serves the proxy to upstream (the apiserver's URL, trusted by caFile)
+// on a free port of 127.0.0.1, with the apiserver's certificate; it returns the proxy's URL.
+func Start(upstream, caFile, certFile, keyFile string) (*Fault, string, error) {
 	target, err := url.Parse(upstream)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("fault proxy: upstream %q: %w", upstream, err)
+	}
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, "", fmt.Errorf("fault proxy: %w", err)
 	}
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(mustRead(caFile))
+	roots.AppendCertsFromPEM(caPEM)
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("fault proxy: the apiserver's certificate %s: %w", certFile, err)
 	}
-	p := &faultProxy{conns: map[net.Conn]struct{}{}}
+	p := &Fault{conns: map[net.Conn]struct{}{}}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.FlushInterval = -1 // watch events pass at once
 	rp.Transport = &http.Transport{
@@ -65,7 +73,7 @@ func startFaultProxy(upstream, caFile, certFile, keyFile string) (*faultProxy, s
 	p.proxy = rp
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("fault proxy: listen: %w", err)
 	}
 	p.server = &http.Server{
 		Handler:   p,
@@ -76,7 +84,7 @@ func startFaultProxy(upstream, caFile, certFile, keyFile string) (*faultProxy, s
 	return p, fmt.Sprintf("https://%s", ln.Addr()), nil
 }
 
-func (p *faultProxy) track(c net.Conn, state http.ConnState) {
+func (p *Fault) track(c net.Conn, state http.ConnState) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch state {
@@ -87,7 +95,7 @@ func (p *faultProxy) track(c net.Conn, state http.ConnState) {
 	}
 }
 
-func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (p *Fault) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.requests.Add(1)
 	if hole := p.currentHole(); hole != nil {
 		select {
@@ -119,15 +127,15 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.proxy.ServeHTTP(w, r)
 }
 
-func (p *faultProxy) currentHole() chan struct{} {
+func (p *Fault) currentHole() chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.hole
 }
 
-// cut closes every client connection at once, as when a load balancer or the
+// Cut closes every client connection at once, as when a load balancer or the
 // apiserver's host goes away.
-func (p *faultProxy) cut() int {
+func (p *Fault) Cut() int {
 	p.cuts.Add(1)
 	p.mu.Lock()
 	conns := make([]net.Conn, 0, len(p.conns))
@@ -141,8 +149,8 @@ func (p *faultProxy) cut() int {
 	return len(conns)
 }
 
-// blackhole holds all traffic for d (0 = until normal()).
-func (p *faultProxy) blackhole(d time.Duration) {
+// Blackhole holds all traffic for d (0 = until Normal).
+func (p *Fault) Blackhole(d time.Duration) {
 	p.blackholes.Add(1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -158,7 +166,7 @@ func (p *faultProxy) blackhole(d time.Duration) {
 	}
 }
 
-func (p *faultProxy) release(hole chan struct{}) {
+func (p *Fault) release(hole chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.hole == hole && hole != nil {
@@ -167,20 +175,22 @@ func (p *faultProxy) release(hole chan struct{}) {
 	}
 }
 
-func (p *faultProxy) throttle(d time.Duration) {
+// Throttle answers every request with 429 for d.
+func (p *Fault) Throttle(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.throttledUntil = time.Now().Add(d)
 }
 
-func (p *faultProxy) setDelay(d time.Duration) {
+// SetDelay holds every request d before it is passed on.
+func (p *Fault) SetDelay(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.delay = d
 }
 
-// limitBandwidth shares bytesPerSecond among all responses (0: unlimited).
-func (p *faultProxy) limitBandwidth(bytesPerSecond int) {
+// LimitBandwidth shares bytesPerSecond among all responses (0: unlimited).
+func (p *Fault) LimitBandwidth(bytesPerSecond int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.bandwidth = nil
@@ -189,21 +199,22 @@ func (p *faultProxy) limitBandwidth(bytesPerSecond int) {
 	}
 }
 
-func (p *faultProxy) currentBandwidth() *rate.Limiter {
+func (p *Fault) currentBandwidth() *rate.Limiter {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.bandwidth
 }
 
-// normal ends every fault (a bandwidth limit is a setting, not a fault: it stays).
-func (p *faultProxy) normal() {
+// Normal ends every fault (a bandwidth limit is a setting, not a fault: it stays).
+func (p *Fault) Normal() {
 	p.release(p.currentHole())
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.throttledUntil, p.delay = time.Time{}, 0
 }
 
-func (p *faultProxy) stats() map[string]any {
+// Stats are the proxy's counters and state, for the control endpoint.
+func (p *Fault) Stats() map[string]any {
 	p.mu.Lock()
 	open := len(p.conns)
 	holed := p.hole != nil
@@ -223,7 +234,7 @@ func (p *faultProxy) stats() map[string]any {
 // proxy is black-holed.
 type holdingBody struct {
 	io.ReadCloser
-	proxy *faultProxy
+	proxy *Fault
 	ctx   context.Context
 }
 
@@ -252,4 +263,5 @@ func (b *holdingBody) Read(buf []byte) (int, error) {
 	return n, err
 }
 
-func (p *faultProxy) close() { _ = p.server.Close() }
+// Close stops serving.
+func (p *Fault) Close() { _ = p.server.Close() }

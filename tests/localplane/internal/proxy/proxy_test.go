@@ -1,25 +1,31 @@
-package main
+package proxy
 
 import (
 	"bufio"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"spark-k8s-native/localplane/internal/certs"
 )
 
 // proxyInFrontOfAFakeApiserver starts the fault proxy before a TLS server with
 // the plane's own certificates that answers /hello, and streams "tick" lines on
 // /stream as a watch does; it returns the proxy and a client of it.
-func proxyInFrontOfAFakeApiserver(t *testing.T) (*faultProxy, string, *http.Client) {
+func proxyInFrontOfAFakeApiserver(t *testing.T) (*Fault, string, *http.Client) {
 	t.Helper()
 	dir := t.TempDir()
-	writePKI(dir, "spark-driver")
+	if err := certs.Write(dir, "spark-driver", certs.Apiserver{IPs: []net.IP{net.ParseIP("127.0.0.1")}}); err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/hello", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "hello") })
 	mux.HandleFunc("/stream", func(w http.ResponseWriter, r *http.Request) {
@@ -44,14 +50,18 @@ func proxyInFrontOfAFakeApiserver(t *testing.T) (*faultProxy, string, *http.Clie
 	upstream.StartTLS()
 	t.Cleanup(upstream.Close)
 
-	p, url, err := startFaultProxy(upstream.URL, filepath.Join(dir, "ca.crt"),
+	p, url, err := Start(upstream.URL, filepath.Join(dir, "ca.crt"),
 		filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "apiserver.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.close)
+	t.Cleanup(p.Close)
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(mustRead(filepath.Join(dir, "ca.crt")))
+	caPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots.AppendCertsFromPEM(caPEM)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	t.Cleanup(client.CloseIdleConnections)
 	return p, url, client
@@ -75,14 +85,14 @@ func getAsync(client *http.Client, url string) <-chan string {
 
 func TestABlackHoleHoldsRequestsUntilTrafficIsNormalAgain(t *testing.T) {
 	p, url, client := proxyInFrontOfAFakeApiserver(t)
-	p.blackhole(0)
+	p.Blackhole(0)
 	answer := getAsync(client, url+"/hello")
 	select {
 	case body := <-answer:
 		t.Fatalf("a request through a black hole was answered: %q", body)
 	case <-time.After(300 * time.Millisecond):
 	}
-	p.normal()
+	p.Normal()
 	select {
 	case body := <-answer:
 		if body != "hello" {
@@ -121,7 +131,7 @@ func TestAWatchStreamGoesSilentInABlackHoleAndResumesAfterIt(t *testing.T) {
 		}
 	}
 	expectLine(5 * time.Second)
-	p.blackhole(0)
+	p.Blackhole(0)
 	// What was already on its way may arrive; then nothing.
 	time.Sleep(150 * time.Millisecond)
 	for len(lines) > 0 {
@@ -132,13 +142,13 @@ func TestAWatchStreamGoesSilentInABlackHoleAndResumesAfterIt(t *testing.T) {
 		t.Fatalf("the stream went on in a black hole: %q", line)
 	case <-time.After(400 * time.Millisecond):
 	}
-	p.normal()
+	p.Normal()
 	expectLine(5 * time.Second)
 }
 
 func TestThrottlingAnswersTooManyRequestsWithRetryAfterUntilNormal(t *testing.T) {
 	p, url, client := proxyInFrontOfAFakeApiserver(t)
-	p.throttle(time.Minute)
+	p.Throttle(time.Minute)
 	resp, err := client.Get(url + "/hello")
 	if err != nil {
 		t.Fatal(err)
@@ -149,11 +159,11 @@ func TestThrottlingAnswersTooManyRequestsWithRetryAfterUntilNormal(t *testing.T)
 		!strings.Contains(string(body), `"reason":"TooManyRequests"`) {
 		t.Fatalf("throttled: %d, Retry-After %q, %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
-	p.normal()
+	p.Normal()
 	if body := <-getAsync(client, url+"/hello"); body != "hello" {
 		t.Fatalf("after normal(): %q", body)
 	}
-	if n := p.stats()["throttled"]; n != int64(1) {
+	if n := p.Stats()["throttled"]; n != int64(1) {
 		t.Fatalf("throttled requests counted: %v, want 1", n)
 	}
 }
@@ -170,7 +180,7 @@ func TestACutEndsEveryOpenStream(t *testing.T) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		close(ended)
 	}()
-	if n := p.cut(); n < 1 {
+	if n := p.Cut(); n < 1 {
 		t.Fatalf("cut closed %d connections, want at least the stream's", n)
 	}
 	select {

@@ -1,4 +1,5 @@
-package main
+// Package etcd runs etcd inside the launcher's process.
+package etcd
 
 import (
 	"context"
@@ -9,17 +10,28 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+
+	"spark-k8s-native/localplane/internal/process"
 )
 
-// embeddedEtcd runs etcd inside this process, so that it keeps its data while
+// Embedded is etcd run inside this process, so that it keeps its data while
 // the apiserver is restarted, and so that tests can compact it to force 410 Gone.
-type embeddedEtcd struct {
-	server   *embed.Etcd
-	endpoint string
+type Embedded struct {
+	server *embed.Etcd
+	// Endpoint is its client URL (http://127.0.0.1:PORT).
+	Endpoint string
 }
 
-func startEtcd(dir string) (*embeddedEtcd, error) {
-	clientPort, peerPort := freePort(), freePort()
+// Start runs etcd with its data in dir/etcd, and waits until it is ready.
+func Start(dir string) (*Embedded, error) {
+	clientPort, err := process.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	peerPort, err := process.FreePort()
+	if err != nil {
+		return nil, err
+	}
 	cfg := embed.NewConfig()
 	cfg.Name = "localplane"
 	cfg.Dir = filepath.Join(dir, "etcd")
@@ -34,7 +46,7 @@ func startEtcd(dir string) (*embeddedEtcd, error) {
 	cfg.UnsafeNoFsync = true
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("start etcd: %w", err)
+		return nil, fmt.Errorf("start etcd in %s: %w", cfg.Dir, err)
 	}
 	select {
 	case <-e.Server.ReadyNotify():
@@ -42,29 +54,30 @@ func startEtcd(dir string) (*embeddedEtcd, error) {
 		e.Close()
 		return nil, fmt.Errorf("etcd not ready after 60s")
 	}
-	return &embeddedEtcd{server: e, endpoint: client.String()}, nil
+	return &Embedded{server: e, Endpoint: client.String()}, nil
 }
 
-// compact compacts etcd to its current revision: every watch that resumes from
+// Compact compacts etcd to its current revision: every watch that resumes from
 // an older resourceVersion (and is not served from the apiserver's watch
 // cache) then gets 410 Gone.
-func (e *embeddedEtcd) compact() (int64, error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.endpoint}, DialTimeout: 5 * time.Second})
+func (e *Embedded) Compact() (int64, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Endpoint}, DialTimeout: 5 * time.Second})
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("etcd client of %s: %w", e.Endpoint, err)
 	}
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := cli.Get(ctx, "/localplane/compaction-probe")
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("read etcd's revision: %w", err)
 	}
 	rev := resp.Header.Revision
 	if _, err := cli.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("compact etcd at revision %d: %w", rev, err)
 	}
 	return rev, nil
 }
 
-func (e *embeddedEtcd) close() { e.server.Close() }
+// Close stops etcd.
+func (e *Embedded) Close() { e.server.Close() }

@@ -66,14 +66,8 @@ public final class ClusterModeJob {
     }
 
     long jobBegan = System.nanoTime();
-    List<Row> counts =
-        spark
-            .range(0, rows, 1, 8)
-            .selectExpr("id % " + keys + " AS k")
-            .groupBy("k")
-            .count()
-            .collectAsList();
-    long wrongKeys = counts.stream().filter(row -> row.getLong(1) != rows / keys).count();
+    List<Row> counts = ShuffleJob.countByKey(spark, rows, 8, keys);
+    long wrongKeys = ShuffleJob.wrongKeys(counts, rows, keys);
     boolean right = counts.size() == keys && wrongKeys == 0;
     say(
         "answer="

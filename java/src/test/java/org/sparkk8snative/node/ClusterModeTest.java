@@ -163,7 +163,10 @@ class ClusterModeTest {
         .build();
   }
 
-  /** A jar of the jobs the drivers run ({@link ClusterModeJob}, {@link InstallPathJob}). */
+  /**
+   * A jar of the jobs the drivers run ({@link ClusterModeJob}, {@link InstallPathJob}, {@link
+   * ShuffleJob}).
+   */
   private static Path jarOfTheJobs(Path jobJar) throws IOException {
     Files.createDirectories(jobJar.getParent());
     Path classes = codeSource(ClusterModeJob.class);
@@ -176,7 +179,8 @@ class ClusterModeTest {
               .filter(
                   f ->
                       f.getFileName().toString().startsWith("ClusterModeJob")
-                          || f.getFileName().toString().startsWith("InstallPathJob"))
+                          || f.getFileName().toString().startsWith("InstallPathJob")
+                          || f.getFileName().toString().startsWith("ShuffleJob"))
               .toList()) {
         jar.putNextEntry(new JarEntry(classes.relativize(file).toString()));
         jar.write(Files.readAllBytes(file));

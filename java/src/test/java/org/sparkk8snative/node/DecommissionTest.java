@@ -75,61 +75,51 @@ class DecommissionTest {
       boolean serviceDeleted) {}
 
   private SparkConf conf(String driverPod, boolean nativeSources) {
-    SparkConf conf =
-        node.sparkJobConf(
-                "decommission-" + (nativeSources ? "native" : "legacy"), EXECUTORS, nativeSources)
-            .set("spark.decommission.enabled", "true")
-            .set("spark.storage.decommission.enabled", "true")
-            .set("spark.storage.decommission.shuffleBlocks.enabled", "true")
-            .set("spark.storage.decommission.rddBlocks.enabled", "true")
-            .set("spark.kubernetes.decommission.script", ProcessNode.DECOMMISSION_SCRIPT)
-            // The executor exits once a migration pass finds nothing left, and passes are this
-            // far apart: 30 s by default, the whole grace period (Spark's own decommission
-            // tests shorten it too).
-            .set("spark.storage.decommission.replicationReattemptInterval", "1s")
-            .set("spark.kubernetes.driver.pod.name", driverPod);
-    if (nativeSources) {
-      ProcessNode.withExecutorServices(conf)
-          .set("spark.kubernetes.native.service.deleteAfter", "2s");
-    }
-    return conf;
+    return node.bothSourcesJobConf("decommission", EXECUTORS, nativeSources, driverPod)
+        .set("spark.decommission.enabled", "true")
+        .set("spark.storage.decommission.enabled", "true")
+        .set("spark.storage.decommission.shuffleBlocks.enabled", "true")
+        .set("spark.storage.decommission.rddBlocks.enabled", "true")
+        .set("spark.kubernetes.decommission.script", ProcessNode.DECOMMISSION_SCRIPT)
+        // The executor exits once a migration pass finds nothing left, and passes are this
+        // far apart: 30 s by default, the whole grace period (Spark's own decommission
+        // tests shorten it too).
+        .set("spark.storage.decommission.replicationReattemptInterval", "1s");
   }
 
   private Outcome run(boolean nativeSources) throws Exception {
-    String driverPod = node.createDriverPod();
-    SparkSession spark =
-        SparkSession.builder().config(conf(driverPod, nativeSources)).getOrCreate();
-    SparkContext sc = spark.sparkContext();
-    String appId = sc.applicationId();
-    Map<String, String> removedWhy = new ConcurrentHashMap<>();
-    Map<String, Long> removedAt = new ConcurrentHashMap<>();
-    AtomicInteger stagesSubmitted = new AtomicInteger();
-    AtomicInteger fetchFailures = new AtomicInteger();
-    sc.addSparkListener(
-        new SparkListener() {
-          @Override
-          public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
-            removedAt.put(e.executorId(), System.nanoTime());
-            removedWhy.put(e.executorId(), e.reason());
-          }
-
-          @Override
-          public void onStageSubmitted(SparkListenerStageSubmitted e) {
-            stagesSubmitted.incrementAndGet();
-          }
-
-          @Override
-          public void onTaskEnd(SparkListenerTaskEnd e) {
-            if (e.reason() instanceof TaskFailedReason failed
-                && failed.toErrorString().contains("FetchFailed")) {
-              fetchFailures.incrementAndGet();
+    try (NodeJob job = NodeJob.start(node, driverPod -> conf(driverPod, nativeSources))) {
+      SparkSession spark = job.spark;
+      SparkContext sc = job.sc;
+      String appId = job.appId;
+      Map<String, String> removedWhy = new ConcurrentHashMap<>();
+      Map<String, Long> removedAt = new ConcurrentHashMap<>();
+      AtomicInteger stagesSubmitted = new AtomicInteger();
+      AtomicInteger fetchFailures = new AtomicInteger();
+      sc.addSparkListener(
+          new SparkListener() {
+            @Override
+            public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
+              removedAt.put(e.executorId(), System.nanoTime());
+              removedWhy.put(e.executorId(), e.reason());
             }
-          }
-        });
-    Map<String, Pod> lastPodStates = new ConcurrentHashMap<>();
-    SparkBackendParts.onEveryPodState(
-        sc, state -> lastPodStates.put(state.pod().getMetadata().getName(), state.pod()));
-    try {
+
+            @Override
+            public void onStageSubmitted(SparkListenerStageSubmitted e) {
+              stagesSubmitted.incrementAndGet();
+            }
+
+            @Override
+            public void onTaskEnd(SparkListenerTaskEnd e) {
+              if (e.reason() instanceof TaskFailedReason failed
+                  && failed.toErrorString().contains("FetchFailed")) {
+                fetchFailures.incrementAndGet();
+              }
+            }
+          });
+      Map<String, Pod> lastPodStates = new ConcurrentHashMap<>();
+      SparkBackendParts.onEveryPodState(
+          sc, state -> lastPodStates.put(state.pod().getMetadata().getName(), state.pod()));
       TestPlane.eventually(
           EXECUTORS + " executors to register",
           Duration.ofSeconds(180),
@@ -211,9 +201,6 @@ class DecommissionTest {
           cachedPartitions(sc),
           SparkBackendParts.of(sc, ExecutorPodsLifecycleManager.class).getNumExecutorsFailed(),
           serviceDeleted);
-    } finally {
-      spark.stop();
-      plane.deletePod(driverPod);
     }
   }
 
@@ -252,41 +239,45 @@ class DecommissionTest {
   void aDeletedExecutorMigratesItsBlocksFirstTheSameWithTheNativeSourcesAsWithSparksOwn()
       throws Exception {
     BothSources<Outcome> both = BothSources.run("decommission", this::run);
-    both.each(
-        (mode, run) -> {
-          System.out.printf(
-              "decommission, %s: exit code %s, removed %d ms after its pod's deletion (%s); the job"
-                  + " again: %d"
-                  + " stage(s) run, %d fetch failures; %d of %d cached partitions; %d failures"
-                  + " counted%s%n",
-              mode,
-              run.exitCode(),
-              run.removedMillis(),
-              run.reason().replace('\n', ' '),
-              run.stagesRunAgain(),
-              run.fetchFailures(),
-              run.cachedPartitions(),
-              PARTITIONS,
-              run.executorsFailed(),
-              run == both.nativeRun ? "; its Service deleted after its pod" : "");
-          // Exit 0: the executor left by itself once its blocks were migrated (Spark's "Finished
-          // decommissioning"), within the grace period, not SIGTERMed (143) or SIGKILLed (137).
-          assertEquals(
-              0,
-              run.exitCode(),
-              mode + ": the executor finished decommissioning; its log:\n" + run.decommissionLog());
-          assertEquals(1, run.stagesRunAgain(), mode + ": the map stage is not run again");
-          assertEquals(0, run.fetchFailures(), mode + ": no fetch failed");
-          assertEquals(PARTITIONS, run.cachedPartitions(), mode + ": cached blocks migrated");
-          assertEquals(
-              0, run.executorsFailed(), mode + ": a decommissioned executor is no failure");
-          assertTrue(
-              DECOMMISSIONED_AND_DELETED.contains(kind(run.reason())),
-              mode
-                  + ": Spark's reason is one it gives a decommissioned, deleted executor: "
-                  + run.reason());
-        });
+    both.each(this::checkRun);
     assertTrue(both.nativeRun.serviceDeleted(), "the Service follows the cleanup rule");
     both.nativeNoLaterThanLegacy("removed from Spark", Outcome::removedMillis, REMOVAL_SLACK_MS);
+  }
+
+  /**
+   * What one run must show, whichever the sources: the executor left by itself, its blocks
+   * migrated, no stage run again, no failure counted.
+   */
+  private void checkRun(String mode, Outcome run) {
+    System.out.printf(
+        "decommission, %s: exit code %s, removed %d ms after its pod's deletion (%s); the job"
+            + " again: %d"
+            + " stage(s) run, %d fetch failures; %d of %d cached partitions; %d failures"
+            + " counted%s%n",
+        mode,
+        run.exitCode(),
+        run.removedMillis(),
+        run.reason().replace('\n', ' '),
+        run.stagesRunAgain(),
+        run.fetchFailures(),
+        run.cachedPartitions(),
+        PARTITIONS,
+        run.executorsFailed(),
+        mode.equals("native") ? "; its Service deleted after its pod" : "");
+    // Exit 0: the executor left by itself once its blocks were migrated (Spark's "Finished
+    // decommissioning"), within the grace period, not SIGTERMed (143) or SIGKILLed (137).
+    assertEquals(
+        0,
+        run.exitCode(),
+        mode + ": the executor finished decommissioning; its log:\n" + run.decommissionLog());
+    assertEquals(1, run.stagesRunAgain(), mode + ": the map stage is not run again");
+    assertEquals(0, run.fetchFailures(), mode + ": no fetch failed");
+    assertEquals(PARTITIONS, run.cachedPartitions(), mode + ": cached blocks migrated");
+    assertEquals(0, run.executorsFailed(), mode + ": a decommissioned executor is no failure");
+    assertTrue(
+        DECOMMISSIONED_AND_DELETED.contains(kind(run.reason())),
+        mode
+            + ": Spark's reason is one it gives a decommissioned, deleted executor: "
+            + run.reason());
   }
 }

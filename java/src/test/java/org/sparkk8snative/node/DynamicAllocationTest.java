@@ -81,28 +81,18 @@ class DynamicAllocationTest {
       long scaleDownMillis) {}
 
   private SparkConf conf(String driverPod, boolean nativeSources) {
-    SparkConf conf =
-        node.sparkJobConf(
-                "dynamic-allocation-" + (nativeSources ? "native" : "legacy"),
-                MIN_EXECUTORS,
-                nativeSources)
-            .set("spark.dynamicAllocation.enabled", "true")
-            .set("spark.dynamicAllocation.shuffleTracking.enabled", "true")
-            .set("spark.dynamicAllocation.minExecutors", String.valueOf(MIN_EXECUTORS))
-            .set("spark.dynamicAllocation.initialExecutors", String.valueOf(MIN_EXECUTORS))
-            .set("spark.dynamicAllocation.maxExecutors", String.valueOf(MAX_EXECUTORS))
-            .set("spark.dynamicAllocation.schedulerBacklogTimeout", "1s")
-            .set("spark.dynamicAllocation.sustainedSchedulerBacklogTimeout", "1s")
-            .set("spark.dynamicAllocation.executorIdleTimeout", "5s")
-            // Executors holding shuffle output are released this long after the job, not never.
-            .set("spark.dynamicAllocation.shuffleTracking.timeout", "5s")
-            .set("spark.kubernetes.driver.pod.name", driverPod);
-    if (nativeSources) {
-      // Executor Services come with the native allocator; Spark's own makes none.
-      ProcessNode.withExecutorServices(conf)
-          .set("spark.kubernetes.native.service.deleteAfter", "2s");
-    }
-    return conf;
+    // Executor Services come with the native allocator; Spark's own makes none.
+    return node.bothSourcesJobConf("dynamic-allocation", MIN_EXECUTORS, nativeSources, driverPod)
+        .set("spark.dynamicAllocation.enabled", "true")
+        .set("spark.dynamicAllocation.shuffleTracking.enabled", "true")
+        .set("spark.dynamicAllocation.minExecutors", String.valueOf(MIN_EXECUTORS))
+        .set("spark.dynamicAllocation.initialExecutors", String.valueOf(MIN_EXECUTORS))
+        .set("spark.dynamicAllocation.maxExecutors", String.valueOf(MAX_EXECUTORS))
+        .set("spark.dynamicAllocation.schedulerBacklogTimeout", "1s")
+        .set("spark.dynamicAllocation.sustainedSchedulerBacklogTimeout", "1s")
+        .set("spark.dynamicAllocation.executorIdleTimeout", "5s")
+        // Executors holding shuffle output are released this long after the job, not never.
+        .set("spark.dynamicAllocation.shuffleTracking.timeout", "5s");
   }
 
   private static String podName(Pod pod) {
@@ -110,40 +100,38 @@ class DynamicAllocationTest {
   }
 
   private Outcome run(boolean nativeSources) throws Exception {
-    String driverPod = node.createDriverPod();
-    SparkSession spark =
-        SparkSession.builder().config(conf(driverPod, nativeSources)).getOrCreate();
-    SparkContext sc = spark.sparkContext();
-    String appId = sc.applicationId();
-    Map<String, String> removalReasons = new ConcurrentHashMap<>();
-    sc.addSparkListener(
-        new SparkListener() {
-          @Override
-          public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
-            removalReasons.put(e.executorId(), e.reason());
-          }
-        });
-    Set<String> podsInSnapshots = ConcurrentHashMap.newKeySet();
-    Set<String> podsDeletedInSnapshots = ConcurrentHashMap.newKeySet();
-    SparkBackendParts.onEveryPodState(
-        sc,
-        state -> {
-          podsInSnapshots.add(podName(state.pod()));
-          if (state instanceof PodDeleted) {
-            podsDeletedInSnapshots.add(podName(state.pod()));
-          }
-        });
-    Set<String> podsEver = ConcurrentHashMap.newKeySet();
-    Set<String> executorsAdded = new TreeSet<>();
-    AtomicInteger peak = new AtomicInteger();
-    Runnable look =
-        () -> {
-          plane.executorPods(appId).forEach(p -> podsEver.add(podName(p)));
-          Set<String> alive = new TreeSet<>(CollectionConverters.asJava(sc.getExecutorIds()));
-          executorsAdded.addAll(alive);
-          peak.accumulateAndGet(alive.size(), Math::max);
-        };
-    try {
+    try (NodeJob job = NodeJob.start(node, driverPod -> conf(driverPod, nativeSources))) {
+      SparkSession spark = job.spark;
+      SparkContext sc = job.sc;
+      String appId = job.appId;
+      Map<String, String> removalReasons = new ConcurrentHashMap<>();
+      sc.addSparkListener(
+          new SparkListener() {
+            @Override
+            public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
+              removalReasons.put(e.executorId(), e.reason());
+            }
+          });
+      Set<String> podsInSnapshots = ConcurrentHashMap.newKeySet();
+      Set<String> podsDeletedInSnapshots = ConcurrentHashMap.newKeySet();
+      SparkBackendParts.onEveryPodState(
+          sc,
+          state -> {
+            podsInSnapshots.add(podName(state.pod()));
+            if (state instanceof PodDeleted) {
+              podsDeletedInSnapshots.add(podName(state.pod()));
+            }
+          });
+      Set<String> podsEver = ConcurrentHashMap.newKeySet();
+      Set<String> executorsAdded = new TreeSet<>();
+      AtomicInteger peak = new AtomicInteger();
+      Runnable look =
+          () -> {
+            plane.executorPods(appId).forEach(p -> podsEver.add(podName(p)));
+            Set<String> alive = new TreeSet<>(CollectionConverters.asJava(sc.getExecutorIds()));
+            executorsAdded.addAll(alive);
+            peak.accumulateAndGet(alive.size(), Math::max);
+          };
       TestPlane.eventually(
           MIN_EXECUTORS + " executor to register",
           Duration.ofSeconds(180),
@@ -154,7 +142,7 @@ class DynamicAllocationTest {
       long began = System.nanoTime();
       // A backlog: one task per core of the maximum, each busy for seconds, then a shuffle so
       // that the executors hold shuffle output (what shuffle tracking keeps them for).
-      CompletableFuture<List<Row>> job =
+      CompletableFuture<List<Row>> backlog =
           CompletableFuture.supplyAsync(
               () ->
                   spark
@@ -170,14 +158,14 @@ class DynamicAllocationTest {
                       .agg(expr("count(*)"), expr("max(slept)"))
                       .collectAsList());
       long[] upAt = {-1};
-      while (!job.isDone()) {
+      while (!backlog.isDone()) {
         look.run();
         if (upAt[0] < 0 && peak.get() == MAX_EXECUTORS) {
           upAt[0] = System.nanoTime();
         }
         Thread.sleep(200);
       }
-      List<Row> rows = job.get(5, TimeUnit.MINUTES);
+      List<Row> rows = backlog.get(5, TimeUnit.MINUTES);
       assertEquals(3, rows.size(), "groups");
       rows.forEach(row -> assertEquals(TASKS / 3, row.getLong(1), "rows of " + row.get(0)));
       long jobDone = System.nanoTime();
@@ -212,9 +200,6 @@ class DynamicAllocationTest {
           services(appId),
           upAt[0] < 0 ? -1 : (upAt[0] - began) / 1_000_000,
           (downAt - jobDone) / 1_000_000);
-    } finally {
-      spark.stop();
-      plane.deletePod(driverPod);
     }
   }
 
@@ -234,47 +219,7 @@ class DynamicAllocationTest {
   void scalesUpUnderABacklogAndDownWhenIdleTheSameWithTheNativeSourcesAsWithSparksOwn()
       throws Exception {
     BothSources<Outcome> both = BothSources.run("dynamic allocation", this::run);
-    both.each(
-        (mode, run) -> {
-          System.out.printf(
-              "dynamic allocation, %s: peak %d executors (%d registered, %d pods), up to %d after"
-                  + " %d ms of backlog, down to %d %d ms after the job; %d pods seen deleted in"
-                  + " Spark's snapshots of %d gone; removals: %s%n",
-              mode,
-              run.peakExecutors(),
-              run.executorsAdded().size(),
-              run.podsInSnapshots().size(),
-              MAX_EXECUTORS,
-              run.scaleUpMillis(),
-              MIN_EXECUTORS,
-              run.scaleDownMillis(),
-              run.podsDeletedInSnapshots().size(),
-              run.podsGone().size(),
-              new TreeSet<>(run.removalReasons().values()));
-          assertEquals(MAX_EXECUTORS, run.peakExecutors(), mode + ": scaled up to the maximum");
-          assertTrue(run.scaleUpMillis() >= 0, mode + ": reached the maximum while the job ran");
-          assertTrue(
-              run.podsInSnapshots().size() >= run.executorsAdded().size(),
-              mode + ": every executor's pod reached Spark's snapshots: " + run.podsInSnapshots());
-          assertTrue(
-              run.podsGone().size() >= MAX_EXECUTORS - MIN_EXECUTORS,
-              mode + ": executors were released: " + run.podsGone());
-          assertTrue(
-              run.podsDeletedInSnapshots().containsAll(run.podsGone()),
-              mode + ": every deleted pod reached Spark's snapshots as deleted");
-          run.removalReasons()
-              .forEach(
-                  (exec, reason) ->
-                      assertTrue(
-                          !reason.contains(MISSING_POD),
-                          mode + ": executor " + exec + " removed by missing-pod detection"));
-          assertEquals(0, run.executorsFailed(), mode + ": releasing an executor is no failure");
-          assertEquals(MIN_EXECUTORS, run.podsLeft(), mode + ": pods once idle");
-          assertEquals(
-              run == both.nativeRun ? MIN_EXECUTORS : 0,
-              run.servicesLeft(),
-              mode + ": Services once idle");
-        });
+    both.each(this::checkRun);
     both.nativeNoLaterThanLegacy("up to the maximum", Outcome::scaleUpMillis, SCALE_UP_SLACK_MS);
     both.nativeNoLaterThanLegacy(
         "down to the minimum", Outcome::scaleDownMillis, SCALE_DOWN_SLACK_MS);
@@ -284,5 +229,50 @@ class DynamicAllocationTest {
         both.legacyRun.executorsAdded(),
         both.nativeRun.executorsAdded(),
         "the same executors (by id) in both modes");
+  }
+
+  /**
+   * What one run must show, whichever the sources: up to the maximum under the backlog, every pod
+   * in Spark's snapshots, down to the minimum once idle, no failure counted.
+   */
+  private void checkRun(String mode, Outcome run) {
+    System.out.printf(
+        "dynamic allocation, %s: peak %d executors (%d registered, %d pods), up to %d after"
+            + " %d ms of backlog, down to %d %d ms after the job; %d pods seen deleted in"
+            + " Spark's snapshots of %d gone; removals: %s%n",
+        mode,
+        run.peakExecutors(),
+        run.executorsAdded().size(),
+        run.podsInSnapshots().size(),
+        MAX_EXECUTORS,
+        run.scaleUpMillis(),
+        MIN_EXECUTORS,
+        run.scaleDownMillis(),
+        run.podsDeletedInSnapshots().size(),
+        run.podsGone().size(),
+        new TreeSet<>(run.removalReasons().values()));
+    assertEquals(MAX_EXECUTORS, run.peakExecutors(), mode + ": scaled up to the maximum");
+    assertTrue(run.scaleUpMillis() >= 0, mode + ": reached the maximum while the job ran");
+    assertTrue(
+        run.podsInSnapshots().size() >= run.executorsAdded().size(),
+        mode + ": every executor's pod reached Spark's snapshots: " + run.podsInSnapshots());
+    assertTrue(
+        run.podsGone().size() >= MAX_EXECUTORS - MIN_EXECUTORS,
+        mode + ": executors were released: " + run.podsGone());
+    assertTrue(
+        run.podsDeletedInSnapshots().containsAll(run.podsGone()),
+        mode + ": every deleted pod reached Spark's snapshots as deleted");
+    run.removalReasons()
+        .forEach(
+            (exec, reason) ->
+                assertTrue(
+                    !reason.contains(MISSING_POD),
+                    mode + ": executor " + exec + " removed by missing-pod detection"));
+    assertEquals(0, run.executorsFailed(), mode + ": releasing an executor is no failure");
+    assertEquals(MIN_EXECUTORS, run.podsLeft(), mode + ": pods once idle");
+    assertEquals(
+        mode.equals("native") ? MIN_EXECUTORS : 0,
+        run.servicesLeft(),
+        mode + ": Services once idle");
   }
 }

@@ -8,7 +8,6 @@ import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.SparkContext;
 import org.apache.spark.SparkExecutorInfo;
-import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkk8snative.ExecutorServiceNames;
@@ -30,18 +29,10 @@ class ExecutorServicesOnTheNodeTest {
   @Test
   void peersFetchThroughExecutorServicesAndAGoneExecutorsServiceRefusesAtOnce()
       throws InterruptedException {
-    String driverPod = node.createDriverPod();
-    SparkSession spark =
-        SparkSession.builder()
-            .config(
-                ProcessNode.withExecutorServices(node.sparkJobConf("executor-services", 2, true))
-                    .set("spark.kubernetes.driver.pod.name", driverPod))
-            .getOrCreate();
-    SparkContext sc = spark.sparkContext();
-    String appId = sc.applicationId();
-    AtomicLong remoteBytesRead = ProcessNode.remoteShuffleBytes(sc);
-    try {
-      ProcessNode.awaitExecutors(sc, 2);
+    try (NodeJob job = NodeJob.withServices(node, "executor-services", 2, conf -> conf)) {
+      SparkContext sc = job.sc;
+      String appId = job.appId;
+      AtomicLong remoteBytesRead = job.remoteShuffleBytes;
       for (Pod pod : plane.executorPods(appId)) {
         String service = ExecutorServiceNames.serviceName(appId, TestPlane.executorId(pod));
         boolean advertised = false;
@@ -51,7 +42,7 @@ class ExecutorServicesOnTheNodeTest {
         assertTrue(advertised, "an executor's block manager is known by its Service: " + service);
       }
 
-      ProcessNode.groupByWithAShuffle(spark);
+      ProcessNode.groupByWithAShuffle(job.spark);
       TestPlane.eventually(
           "the reduce tasks' metrics", Duration.ofSeconds(10), () -> remoteBytesRead.get() > 0);
       System.out.printf(
@@ -110,9 +101,6 @@ class ExecutorServicesOnTheNodeTest {
           "refused at once within 10 s of the kill: " + refusedAfter);
       assertTrue(throughService.millis() < 200, "each refusal is fast");
       assertEquals("timed out", toDroppedPodIp.outcome());
-    } finally {
-      spark.stop();
-      plane.deletePod(driverPod);
     }
   }
 }

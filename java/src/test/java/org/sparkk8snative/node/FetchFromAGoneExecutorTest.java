@@ -90,124 +90,123 @@ class FetchFromAGoneExecutorTest {
   }
 
   private Outcome run(boolean services) throws Exception {
-    String driverPod = node.createDriverPod();
-    SparkSession spark = SparkSession.builder().config(conf(driverPod, services)).getOrCreate();
-    SparkContext sc = spark.sparkContext();
-    String appId = sc.applicationId();
-    // The map stage is stage 0 of the app's first job: the peer is whoever runs its last
-    // partition (which sleeps); the victim, the other executor, is frozen once it has run its
-    // share, so that the reducers begin while it is frozen.
-    AtomicReference<String> peer = new AtomicReference<>();
-    AtomicInteger mapTasksEnded = new AtomicInteger();
-    AtomicLong killedAt = new AtomicLong();
-    AtomicLong firstFetchFailedAt = new AtomicLong();
-    AtomicLong peersTask = new AtomicLong(-1);
-    AtomicLong peersTaskEndedAt = new AtomicLong();
-    AtomicReference<String> peersTaskEnd = new AtomicReference<>();
-    Map<String, String> victimPod = new ConcurrentHashMap<>();
-    CompletableFuture<Void> freezeThenKill = new CompletableFuture<>();
-    sc.addSparkListener(
-        new SparkListener() {
-          @Override
-          public void onTaskStart(SparkListenerTaskStart e) {
-            if (e.stageId() == 0 && e.taskInfo().index() == MAP_TASKS - 1) {
-              peer.compareAndSet(null, e.taskInfo().executorId());
+    try (NodeJob job = NodeJob.start(node, driverPod -> conf(driverPod, services))) {
+      SparkSession spark = job.spark;
+      SparkContext sc = job.sc;
+      String appId = job.appId;
+      // The map stage is stage 0 of the app's first job: the peer is whoever runs its last
+      // partition (which sleeps); the victim, the other executor, is frozen once it has run its
+      // share, so that the reducers begin while it is frozen.
+      AtomicReference<String> peer = new AtomicReference<>();
+      AtomicInteger mapTasksEnded = new AtomicInteger();
+      AtomicLong killedAt = new AtomicLong();
+      AtomicLong firstFetchFailedAt = new AtomicLong();
+      AtomicLong peersTask = new AtomicLong(-1);
+      AtomicLong peersTaskEndedAt = new AtomicLong();
+      AtomicReference<String> peersTaskEnd = new AtomicReference<>();
+      Map<String, String> victimPod = new ConcurrentHashMap<>();
+      CompletableFuture<Void> freezeThenKill = new CompletableFuture<>();
+      sc.addSparkListener(
+          new SparkListener() {
+            @Override
+            public void onTaskStart(SparkListenerTaskStart e) {
+              if (e.stageId() == 0 && e.taskInfo().index() == MAP_TASKS - 1) {
+                peer.compareAndSet(null, e.taskInfo().executorId());
+              }
+              if (e.stageId() == 1
+                  && e.stageAttemptId() == 0
+                  && e.taskInfo().executorId().equals(peer.get())) {
+                peersTask.compareAndSet(-1, e.taskInfo().taskId());
+              }
             }
-            if (e.stageId() == 1
-                && e.stageAttemptId() == 0
-                && e.taskInfo().executorId().equals(peer.get())) {
-              peersTask.compareAndSet(-1, e.taskInfo().taskId());
-            }
-          }
 
-          @Override
-          public void onTaskEnd(SparkListenerTaskEnd e) {
-            if (e.stageId() == 0 && mapTasksEnded.incrementAndGet() == MAP_TASKS - 1) {
-              CompletableFuture.runAsync(
-                  () -> {
-                    try {
-                      String victim = peer.get().equals("1") ? "2" : "1";
-                      Pod victimsPod = plane.executorPod(appId, victim);
-                      String pod = victimsPod.getMetadata().getName();
-                      victimPod.put("name", pod);
-                      victimPod.put("ip", victimsPod.getStatus().getPodIP());
-                      victimPod.put("service", ExecutorServiceNames.serviceName(appId, victim));
-                      node.signal(pod, "STOP");
-                      Thread.sleep(LAST_MAP_TASK_MILLIS + FROZEN_MILLIS);
-                      killedAt.set(System.nanoTime());
-                      node.signal(pod, "KILL");
-                      freezeThenKill.complete(null);
-                    } catch (Throwable t) {
-                      freezeThenKill.completeExceptionally(t);
-                    }
-                  });
+            @Override
+            public void onTaskEnd(SparkListenerTaskEnd e) {
+              if (e.stageId() == 0 && mapTasksEnded.incrementAndGet() == MAP_TASKS - 1) {
+                CompletableFuture.runAsync(
+                    () -> {
+                      try {
+                        String victim = peer.get().equals("1") ? "2" : "1";
+                        Pod victimsPod = plane.executorPod(appId, victim);
+                        String pod = victimsPod.getMetadata().getName();
+                        victimPod.put("name", pod);
+                        victimPod.put("ip", victimsPod.getStatus().getPodIP());
+                        victimPod.put("service", ExecutorServiceNames.serviceName(appId, victim));
+                        node.signal(pod, "STOP");
+                        Thread.sleep(LAST_MAP_TASK_MILLIS + FROZEN_MILLIS);
+                        killedAt.set(System.nanoTime());
+                        node.signal(pod, "KILL");
+                        freezeThenKill.complete(null);
+                      } catch (Throwable t) {
+                        freezeThenKill.completeExceptionally(t);
+                      }
+                    });
+              }
+              if (e.reason() instanceof FetchFailed) {
+                firstFetchFailedAt.compareAndSet(0, System.nanoTime());
+              }
+              if (e.taskInfo().taskId() == peersTask.get()) {
+                peersTaskEnd.set(
+                    e.reason() instanceof FetchFailed
+                        ? "FetchFailed"
+                        : e.reason() instanceof TaskFailedReason failed
+                            ? failed.toErrorString().lines().findFirst().orElse("")
+                            : e.reason().toString());
+                peersTaskEndedAt.set(System.nanoTime());
+              }
             }
-            if (e.reason() instanceof FetchFailed) {
-              firstFetchFailedAt.compareAndSet(0, System.nanoTime());
-            }
-            if (e.taskInfo().taskId() == peersTask.get()) {
-              peersTaskEnd.set(
-                  e.reason() instanceof FetchFailed
-                      ? "FetchFailed"
-                      : e.reason() instanceof TaskFailedReason failed
-                          ? failed.toErrorString().lines().findFirst().orElse("")
-                          : e.reason().toString());
-              peersTaskEndedAt.set(System.nanoTime());
-            }
-          }
-        });
-    node.dropTrafficToGonePods(true);
-    try {
-      TestPlane.eventually(
-          "2 executors to register",
-          Duration.ofSeconds(180),
-          () -> sc.getExecutorIds().size() == 2);
-      long began = System.nanoTime();
-      List<Row> counts =
-          spark
-              .range(0, ROWS, 1, MAP_TASKS)
-              .selectExpr(
-                  "id % " + KEYS + " AS k",
-                  // The last partition's first row sleeps: its task ends last, on the peer.
-                  "IF(id = "
-                      + (ROWS / MAP_TASKS) * (MAP_TASKS - 1)
-                      + ", java_method('java.lang.Thread', 'sleep', CAST("
-                      + LAST_MAP_TASK_MILLIS
-                      + " AS BIGINT)), NULL) AS slept")
-              .groupBy("k")
-              .agg(
-                  org.apache.spark.sql.functions.expr("count(*)"),
-                  org.apache.spark.sql.functions.expr("max(slept)"))
-              .collectAsList();
-      long jobMillis = (System.nanoTime() - began) / 1_000_000;
-      freezeThenKill.get(1, TimeUnit.MINUTES);
-      assertEquals(KEYS, counts.size(), "groups");
-      counts.forEach(row -> assertEquals(ROWS / KEYS, row.getLong(1), "rows of " + row.get(0)));
-      // Spark does not wait for the peer's task: the loss unregisters the victim's map output,
-      // the first task to miss it fails at once and the stage is resubmitted, so the job may end
-      // while the peer's task still waits on its fetch (holding its core), which the stage's end
-      // then kills.
-      TestPlane.eventually(
-          "the peer's reduce task to end",
-          Duration.ofSeconds(30),
-          () -> peersTaskEndedAt.get() != 0);
-      TestPlane.eventually(
-          "the victim's pod to be gone",
-          Duration.ofSeconds(60),
-          () ->
-              plane.executorPods(appId).stream()
-                  .noneMatch(p -> p.getMetadata().getName().equals(victimPod.get("name"))));
-      return new Outcome(
-          jobMillis,
-          (firstFetchFailedAt.get() - killedAt.get()) / 1_000_000,
-          (peersTaskEndedAt.get() - killedAt.get()) / 1_000_000,
-          peersTaskEnd.get(),
-          ConnectionProbes.connect(
-              victimPod.get(services ? "service" : "ip"), ProcessNode.BLOCK_MANAGER_PORT));
-    } finally {
-      node.dropTrafficToGonePods(false);
-      spark.stop();
-      plane.deletePod(driverPod);
+          });
+      node.dropTrafficToGonePods(true);
+      try {
+        TestPlane.eventually(
+            "2 executors to register",
+            Duration.ofSeconds(180),
+            () -> sc.getExecutorIds().size() == 2);
+        long began = System.nanoTime();
+        List<Row> counts =
+            spark
+                .range(0, ROWS, 1, MAP_TASKS)
+                .selectExpr(
+                    "id % " + KEYS + " AS k",
+                    // The last partition's first row sleeps: its task ends last, on the peer.
+                    "IF(id = "
+                        + (ROWS / MAP_TASKS) * (MAP_TASKS - 1)
+                        + ", java_method('java.lang.Thread', 'sleep', CAST("
+                        + LAST_MAP_TASK_MILLIS
+                        + " AS BIGINT)), NULL) AS slept")
+                .groupBy("k")
+                .agg(
+                    org.apache.spark.sql.functions.expr("count(*)"),
+                    org.apache.spark.sql.functions.expr("max(slept)"))
+                .collectAsList();
+        long jobMillis = (System.nanoTime() - began) / 1_000_000;
+        freezeThenKill.get(1, TimeUnit.MINUTES);
+        assertEquals(KEYS, counts.size(), "groups");
+        counts.forEach(row -> assertEquals(ROWS / KEYS, row.getLong(1), "rows of " + row.get(0)));
+        // Spark does not wait for the peer's task: the loss unregisters the victim's map output,
+        // the first task to miss it fails at once and the stage is resubmitted, so the job may end
+        // while the peer's task still waits on its fetch (holding its core), which the stage's end
+        // then kills.
+        TestPlane.eventually(
+            "the peer's reduce task to end",
+            Duration.ofSeconds(30),
+            () -> peersTaskEndedAt.get() != 0);
+        TestPlane.eventually(
+            "the victim's pod to be gone",
+            Duration.ofSeconds(60),
+            () ->
+                plane.executorPods(appId).stream()
+                    .noneMatch(p -> p.getMetadata().getName().equals(victimPod.get("name"))));
+        return new Outcome(
+            jobMillis,
+            (firstFetchFailedAt.get() - killedAt.get()) / 1_000_000,
+            (peersTaskEndedAt.get() - killedAt.get()) / 1_000_000,
+            peersTaskEnd.get(),
+            ConnectionProbes.connect(
+                victimPod.get(services ? "service" : "ip"), ProcessNode.BLOCK_MANAGER_PORT));
+      } finally {
+        node.dropTrafficToGonePods(false);
+      }
     }
   }
 

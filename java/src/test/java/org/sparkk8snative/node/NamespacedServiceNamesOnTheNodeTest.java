@@ -33,21 +33,19 @@ class NamespacedServiceNamesOnTheNodeTest {
 
   @Test
   void executorsAdvertiseTheNamespacedNameAndPeersAndTheDriverFetchThroughIt() {
-    String driverPod = node.createDriverPod();
-    SparkSession spark =
-        SparkSession.builder()
-            .config(
-                ProcessNode.withExecutorServices(node.sparkJobConf("namespaced-names", 2, true))
-                    .set("spark.kubernetes.driver.pod.name", driverPod)
-                    .set("spark.kubernetes.native.service.advertisedName", "namespaced")
+    try (NodeJob job =
+        NodeJob.withServices(
+            node,
+            "namespaced-names",
+            2,
+            conf ->
+                conf.set("spark.kubernetes.native.service.advertisedName", "namespaced")
                     // Every task result goes through the executor's block manager.
-                    .set("spark.task.maxDirectResultSize", "1k"))
-            .getOrCreate();
-    SparkContext sc = spark.sparkContext();
-    String appId = sc.applicationId();
-    AtomicLong remoteBytesRead = ProcessNode.remoteShuffleBytes(sc);
-    try {
-      ProcessNode.awaitExecutors(sc, 2);
+                    .set("spark.task.maxDirectResultSize", "1k"))) {
+      SparkSession spark = job.spark;
+      SparkContext sc = job.sc;
+      String appId = job.appId;
+      AtomicLong remoteBytesRead = job.remoteShuffleBytes;
       Set<String> hosts = new HashSet<>();
       for (SparkExecutorInfo info : sc.statusTracker().getExecutorInfos()) {
         hosts.add(info.host());
@@ -76,9 +74,6 @@ class NamespacedServiceNamesOnTheNodeTest {
           "namespaced names: executors %s; %d shuffle bytes fetched between them; 200,000 rows"
               + " fetched by the driver from their block managers%n",
           hosts, remoteBytesRead.get());
-    } finally {
-      spark.stop();
-      plane.deletePod(driverPod);
     }
   }
 }

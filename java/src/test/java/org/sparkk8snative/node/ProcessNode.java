@@ -151,6 +151,32 @@ public final class ProcessNode {
         () -> sc.statusTracker().getExecutorInfos().length == executors + 1);
   }
 
+  /**
+   * A job of a test that runs with both sources ({@link BothSources}), named {@code
+   * scenario}-native or -legacy, with {@code driverPod} as its driver pod. The native run has
+   * executor Services, deleted 2 s after their executor's pod, so that the test sees them go.
+   */
+  public SparkConf bothSourcesJobConf(
+      String scenario, int executors, boolean nativeSources, String driverPod) {
+    SparkConf conf =
+        sparkJobConf(
+                scenario + "-" + (nativeSources ? "native" : "legacy"), executors, nativeSources)
+            .set("spark.kubernetes.driver.pod.name", driverPod);
+    if (nativeSources) {
+      withExecutorServices(conf).set("spark.kubernetes.native.service.deleteAfter", "2s");
+    }
+    return conf;
+  }
+
+  /**
+   * A client-mode job with the native sources and executor Services, owned by {@code driverPod}
+   * ({@link #createDriverPod}).
+   */
+  public SparkConf servicesJobConf(String appName, int executors, String driverPod) {
+    return withExecutorServices(sparkJobConf(appName, executors, true))
+        .set("spark.kubernetes.driver.pod.name", driverPod);
+  }
+
   /** Counts the shuffle bytes reducers fetch from other executors, from Spark's task metrics. */
   public static AtomicLong remoteShuffleBytes(SparkContext sc) {
     AtomicLong bytes = new AtomicLong();
@@ -171,15 +197,9 @@ public final class ProcessNode {
    * executors, each reducer fetches blocks from the other.
    */
   public static void groupByWithAShuffle(SparkSession spark) {
-    List<Row> counts =
-        spark
-            .range(0, 2_000_000, 1, 8)
-            .selectExpr("id % 100 AS k")
-            .groupBy("k")
-            .count()
-            .collectAsList();
+    List<Row> counts = ShuffleJob.countByKey(spark, 2_000_000, 8, 100);
     assertEquals(100, counts.size());
-    counts.forEach(row -> assertEquals(20_000L, row.getLong(1)));
+    assertEquals(0, ShuffleJob.wrongKeys(counts, 2_000_000, 100), "keys not counted 20,000");
   }
 
   /**

@@ -7,6 +7,11 @@ demo:
 test:
 	scripts/test.sh
 
+# One stage of `make test` alone, building what it needs first (scripts/test.sh
+# lists them): make test-lint, test-rust, test-jvm, test-jvm-3.5, test-node, test-bench...
+test-%:
+	scripts/test.sh $*
+
 # The shipped libraries, x86_64 and aarch64, linked against glibc 2.17 and
 # stripped, their symbols beside them (docs/platforms.md; `make test` runs it).
 native:

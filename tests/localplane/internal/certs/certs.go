@@ -28,23 +28,12 @@ type Apiserver struct {
 // Write creates in dir: ca.crt; apiserver.crt and apiserver.key, valid for
 // apiserver; client.crt and client.key with CN clientUser; and sa.key.
 func Write(dir, clientUser string, apiserver Apiserver) error {
-	caKey, err := newKey()
+	tmpl, caKey, err := newCertificate(pkix.Name{CommonName: "spark-k8s-native local plane CA"})
 	if err != nil {
 		return err
 	}
-	serialNumber, err := serial()
-	if err != nil {
-		return err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serialNumber,
-		Subject:               pkix.Name{CommonName: "spark-k8s-native local plane CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
+	tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &caKey.PublicKey, caKey)
 	if err != nil {
 		return fmt.Errorf("create the CA certificate: %w", err)
@@ -82,24 +71,13 @@ func RandomToken() (string, error) {
 
 func leaf(ca *x509.Certificate, caKey *ecdsa.PrivateKey, base string, subject pkix.Name, usage x509.ExtKeyUsage,
 	dns []string, ips []net.IP) error {
-	key, err := newKey()
+	tmpl, key, err := newCertificate(subject)
 	if err != nil {
 		return err
 	}
-	serialNumber, err := serial()
-	if err != nil {
-		return err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serialNumber,
-		Subject:      subject,
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		DNSNames:     dns,
-		IPAddresses:  ips,
-	}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{usage}
+	tmpl.DNSNames, tmpl.IPAddresses = dns, ips
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
 		return fmt.Errorf("create the certificate of %s: %w", subject.CommonName, err)
@@ -110,20 +88,31 @@ func leaf(ca *x509.Certificate, caKey *ecdsa.PrivateKey, base string, subject pk
 	return writeKey(base+".key", key)
 }
 
+// newCertificate is a template for subject, valid from an hour ago for ten
+// years, with a random serial number, and the new key it is for.
+func newCertificate(subject pkix.Name) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := newKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, nil, fmt.Errorf("a certificate serial number: %w", err)
+	}
+	return &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      subject,
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(10 * 365 * 24 * time.Hour),
+	}, key, nil
+}
+
 func newKey() (*ecdsa.PrivateKey, error) {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generate a P-256 key: %w", err)
 	}
 	return k, nil
-}
-
-func serial() (*big.Int, error) {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return nil, fmt.Errorf("a certificate serial number: %w", err)
-	}
-	return n, nil
 }
 
 func writePEM(path, kind string, der []byte) error {

@@ -12,7 +12,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /** Turns the figures of one run into BENCHMARKS.md's JVM section and the README's headline. */
-final class BenchmarkReport {
+final class BenchmarkReport implements BenchmarkOutput {
   static final List<String> CONTENDERS = List.of("legacy", "fabric8", "native");
   static final Map<String, String> LABELS =
       Map.of(
@@ -123,7 +123,8 @@ final class BenchmarkReport {
   }
 
   /** Figures a complete run has and this one lacks (a harness fault, not a slow contender). */
-  List<String> missing() {
+  @Override
+  public List<String> missing() {
     List<String> missing = new ArrayList<>();
     for (String run : SnapshotSourcesBenchmark.RUNS) {
       List<Map<String, String>> reps = figures.getOrDefault(run, List.of());
@@ -173,7 +174,8 @@ final class BenchmarkReport {
     return missing;
   }
 
-  String headline() {
+  @Override
+  public String headline() {
     double lists = number("native", "requests.LIST.perHour");
     double legacyLists = number("legacy", "requests.LIST.perHour");
 
@@ -196,12 +198,14 @@ final class BenchmarkReport {
         bytes(number("fabric8", "heap.retainedBytes")));
   }
 
-  void writeMarkdown(Path file) throws IOException {
-    MarkdownSections.write(file, "jvm", section());
+  @Override
+  public String sectionName() {
+    return "jvm";
   }
 
   /** The README's headline table, from this run's figures (section {@code headline}). */
-  void writeReadmeHeadline(Path readme) throws IOException {
+  @Override
+  public void writeReadmeHeadline(Path readme) throws IOException {
     int n = plan.largest();
     String first = "first." + n + ".allPodsMs";
     StringBuilder md = new StringBuilder();
@@ -237,7 +241,8 @@ final class BenchmarkReport {
     MarkdownSections.write(readme, "headline", md.toString());
   }
 
-  private String section() {
+  @Override
+  public String section() {
     StringBuilder md = new StringBuilder();
     int n = plan.largest();
     md.append("### Snapshot sources side by side: legacy, fabric8 informer, native\n\n");

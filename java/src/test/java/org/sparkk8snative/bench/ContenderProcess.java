@@ -231,11 +231,7 @@ public final class ContenderProcess {
   }
 
   private void runFloor() throws Exception {
-    PlaneHttp http =
-        new PlaneHttp(
-            plane.apiserverUrl(),
-            plane.var("LOCALPLANE_CA_FILE"),
-            plane.var("LOCALPLANE_RESTRICTED_TOKEN_FILE"));
+    PlaneHttp http = PlaneHttp.asDriver(plane);
     String pods = "/api/v1/namespaces/" + plane.namespace() + "/pods?labelSelector=";
     http.get(
         pods + PlaneHttp.executorSelector(BenchmarkPlan.appId(plan.sizes().get(0)))); // warm-up

@@ -53,11 +53,7 @@ public final class FleetBenchmark {
 
   private FleetBenchmark(FleetPlan plan) {
     this.plan = plan;
-    this.http =
-        new PlaneHttp(
-            plane.apiserverUrl(),
-            plane.var("LOCALPLANE_CA_FILE"),
-            plane.var("LOCALPLANE_ADMIN_TOKEN_FILE"));
+    this.http = PlaneHttp.asAdmin(plane);
     this.churn = new Churn(plan.largest(), plan.executorsPerDriver());
   }
 
@@ -94,16 +90,7 @@ public final class FleetBenchmark {
             bench.unitCosts,
             bench.orders,
             (System.nanoTime() - began) / 1_000_000_000L);
-    report.writeMarkdown(Paths.get(args[1]));
-    FleetChart.write(report, Paths.get(args[2]));
-    report.writeReadmeHeadline(Paths.get(args[3]));
-    System.out.println(report.headline());
-    List<String> missing = report.missing();
-    if (!missing.isEmpty()) {
-      System.err.println("[fleet] incomplete run: " + String.join("; ", missing));
-      System.exit(1);
-    }
-    System.exit(0);
+    BenchmarkOutput.writeAndExit("fleet", report, FleetChart::write, args);
   }
 
   /**
@@ -183,11 +170,7 @@ public final class FleetBenchmark {
     for (long id = 1; id <= plan.executorsPerDriver(); id++) {
       pods.add(ExecutorPodPopulation.podName(app, id));
     }
-    PlaneHttp asDriver =
-        new PlaneHttp(
-            plane.apiserverUrl(),
-            plane.var("LOCALPLANE_CA_FILE"),
-            plane.var("LOCALPLANE_RESTRICTED_TOKEN_FILE"));
+    PlaneHttp asDriver = PlaneHttp.asDriver(plane);
     unitCosts = new UnitCosts(unitPlan, http, asDriver, plane.namespace(), app, pods).measure();
     progress(String.format("unit costs measured in %.0f s", (System.nanoTime() - began) / 1e9));
   }

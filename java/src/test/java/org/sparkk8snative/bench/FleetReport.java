@@ -12,7 +12,7 @@ import java.util.function.ToDoubleFunction;
  * repetitions, per fleet size and contender; BENCHMARKS.md's fleet section and the README's fleet
  * table. A difference is called a win or a loss only when the ranges do not overlap.
  */
-final class FleetReport {
+final class FleetReport implements BenchmarkOutput {
   /** One contender at one fleet size in one repetition: the figures of its window. */
   record Run(int repetition, String contender, int drivers, Map<String, Double> figures) {
     double get(String key) {
@@ -115,7 +115,8 @@ final class FleetReport {
   }
 
   /** Figures a complete run has and this one lacks (a harness fault, not a slow contender). */
-  List<String> missing() {
+  @Override
+  public List<String> missing() {
     List<String> missing = new ArrayList<>();
     for (String unit : List.of(UnitCosts.LIST, UnitCosts.RENEWAL, UnitCosts.EVENT)) {
       for (String measure : List.of("cpuSeconds", "flowSeconds")) {
@@ -186,7 +187,8 @@ final class FleetReport {
     return missing;
   }
 
-  String headline() {
+  @Override
+  public String headline() {
     int n = plan.largest();
     return String.format(
         "fleet headline (%d drivers): apiserver time serving the drivers per driver-hour (attributed)"
@@ -203,12 +205,14 @@ final class FleetReport {
         spread("native", n, r -> r.get("other.LIST.p99Ms")).format(" ms", 1));
   }
 
-  void writeMarkdown(Path file) throws IOException {
-    MarkdownSections.write(file, "fleet", section());
+  @Override
+  public String sectionName() {
+    return "fleet";
   }
 
   /** The README's fleet table (section {@code fleet-headline}). */
-  void writeReadmeHeadline(Path readme) throws IOException {
+  @Override
+  public void writeReadmeHeadline(Path readme) throws IOException {
     int n = plan.largest();
     StringBuilder md = new StringBuilder();
     md.append(
@@ -250,7 +254,8 @@ final class FleetReport {
     MarkdownSections.write(readme, "fleet-headline", md.toString());
   }
 
-  private String section() {
+  @Override
+  public String section() {
     int n = plan.largest();
     StringBuilder md = new StringBuilder();
     md.append("### A fleet of drivers on one apiserver\n\n");

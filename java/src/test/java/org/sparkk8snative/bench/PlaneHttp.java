@@ -12,6 +12,7 @@ import java.security.cert.CertificateFactory;
 import java.time.Duration;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
+import org.sparkk8snative.TestPlane;
 
 /**
  * Plain HTTPS to the local apiserver, trusting its CA: for what must not go through a Kubernetes
@@ -22,7 +23,22 @@ final class PlaneHttp {
   private final String token;
   private final HttpClient http;
 
-  PlaneHttp(String base, String caFile, String tokenFile) {
+  /** As the plane's admin (system:masters). */
+  static PlaneHttp asAdmin(TestPlane plane) {
+    return of(plane, "LOCALPLANE_ADMIN_TOKEN_FILE");
+  }
+
+  /** As the drivers' identity (the restricted user). */
+  static PlaneHttp asDriver(TestPlane plane) {
+    return of(plane, "LOCALPLANE_RESTRICTED_TOKEN_FILE");
+  }
+
+  private static PlaneHttp of(TestPlane plane, String tokenFileKey) {
+    return new PlaneHttp(
+        plane.apiserverUrl(), plane.var("LOCALPLANE_CA_FILE"), plane.var(tokenFileKey));
+  }
+
+  private PlaneHttp(String base, String caFile, String tokenFile) {
     this.base = base;
     try {
       this.token = Files.readString(Paths.get(tokenFile)).trim();

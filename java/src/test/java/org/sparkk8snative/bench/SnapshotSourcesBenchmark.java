@@ -5,7 +5,6 @@ import java.io.InputStreamReader;
 import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -37,11 +36,7 @@ public final class SnapshotSourcesBenchmark {
 
   private SnapshotSourcesBenchmark(BenchmarkPlan plan) {
     this.plan = plan;
-    this.admin =
-        new PlaneHttp(
-            plane.apiserverUrl(),
-            plane.var("LOCALPLANE_CA_FILE"),
-            plane.var("LOCALPLANE_ADMIN_TOKEN_FILE"));
+    this.admin = PlaneHttp.asAdmin(plane);
   }
 
   public static void main(String[] args) throws Exception {
@@ -73,16 +68,7 @@ public final class SnapshotSourcesBenchmark {
             bench.figures,
             bench.orders,
             TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - began));
-    report.writeMarkdown(Paths.get(args[1]));
-    BenchmarkChart.write(report, Paths.get(args[2]));
-    report.writeReadmeHeadline(Paths.get(args[3]));
-    System.out.println(report.headline());
-    List<String> missing = report.missing();
-    if (!missing.isEmpty()) {
-      System.err.println("[bench] incomplete run: " + String.join("; ", missing));
-      System.exit(1);
-    }
-    System.exit(0);
+    BenchmarkOutput.writeAndExit("bench", report, BenchmarkChart::write, args);
   }
 
   private void populate() {

@@ -169,7 +169,7 @@ async fn lagging_apiserver_scenario(
     let case =
         format!("initialList={initial_list}, connection {existing:?}, watchTimeout {}", watch_timeout.unwrap_or("3s"));
     let app = unique_app_id("ha");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     kubelet::create_executors(&pods, &app, 0..PODS, 16).await.unwrap();
     let (settings, informer) = synced_informer(plane, &case, &app, Some(initial_list), watch_timeout, PODS).await;
     let silence_bound = settings.informer.silence_bound();
@@ -276,7 +276,7 @@ async fn lagging_apiserver_scenario(
 async fn frozen_at_ours_scenario(plane: &LocalPlane, watch_timeout: Option<&str>) {
     let case = format!("frozen at ours, connection Close, watchTimeout {}", watch_timeout.unwrap_or("3s"));
     let app = unique_app_id("hafrozen");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     const FIRST: u64 = 50;
     kubelet::create_executors(&pods, &app, 0..FIRST, 16).await.unwrap();
     let (settings, informer) = synced_informer(plane, &case, &app, None, watch_timeout, FIRST).await;

@@ -107,7 +107,7 @@ fn cache_view(informer: &ExecutorPodInformer) -> HashMap<String, String> {
 async fn every_change_arrives_in_order_and_the_cache_equals_a_list() {
     let plane = LocalPlane::shared();
     let app = unique_app_id("order");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     // One pod exists before start: the first snapshot, not an event, carries it.
     kubelet::create_executor(&pods, &app, 0).await.unwrap();
     let informer = informer(plane, Identity::Restricted, Route::Direct, &app, &[]).await;
@@ -199,7 +199,7 @@ async fn an_apiserver_restart_resumes_the_watch_without_relisting() {
     let (received, consumer) = consume(informer.clone());
     let connects_before = informer.health().watch_connects;
     plane.restart_apiserver();
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     kubelet::create_executor(&pods, &app, 1).await.unwrap();
     let name = kubelet::executor_pod_name(&app, 1);
     eventually("the pod created after the restart", Duration::from_secs(30), || async {
@@ -220,7 +220,7 @@ async fn an_apiserver_restart_resumes_the_watch_without_relisting() {
 async fn with_the_watch_cache_an_apiserver_restart_costs_exactly_one_relist() {
     let plane = LocalPlane::start_with(PlaneOptions::default());
     let app = unique_app_id("restartcache");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     kubelet::create_executors(&pods, &app, 0..3, 3).await.unwrap();
     let informer = informer(&plane, Identity::Restricted, Route::Direct, &app, &[]).await;
     informer.start().unwrap();
@@ -241,7 +241,7 @@ async fn with_the_watch_cache_an_apiserver_restart_costs_exactly_one_relist() {
 async fn a_forced_410_relists_once_and_the_lister_keeps_serving_meanwhile() {
     let plane = LocalPlane::start_with(PlaneOptions { watch_cache: false, ..Default::default() });
     let app = unique_app_id("gone");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     kubelet::create_executors(&pods, &app, 0..10, 10).await.unwrap();
     let informer = informer(&plane, Identity::Restricted, Route::Proxy, &app, &[]).await;
     informer.start().unwrap();
@@ -295,7 +295,7 @@ async fn a_forced_410_relists_once_and_the_lister_keeps_serving_meanwhile() {
 async fn a_black_hole_longer_than_the_stale_bound_makes_the_lister_unready_then_recovers_without_loss() {
     let plane = LocalPlane::start_with(PlaneOptions::default());
     let app = unique_app_id("hole");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     kubelet::create_executors(&pods, &app, 0..3, 3).await.unwrap();
     // Stale bound 4.5s (half of a 9s missingPodDetectDelta); watches end every 3s (the shortest).
     let informer = informer(
@@ -382,7 +382,7 @@ async fn a_black_hole_longer_than_the_stale_bound_makes_the_lister_unready_then_
 async fn a_quiet_watch_longer_than_the_stale_bound_proves_the_cache_at_each_renewal() {
     let plane = LocalPlane::shared();
     let app = unique_app_id("proof");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     kubelet::create_executors(&pods, &app, 0..3, 3).await.unwrap();
     // Stale bound 2 s, watches of 5 s (the lister's interval): silence bound 5.67 s.
     let informer = informer(
@@ -522,7 +522,7 @@ async fn a_stalled_consumer_still_sees_every_failure_before_its_deletion() {
     // consumer that falls behind must not get Failed-then-deleted as a bare deletion.
     let plane = LocalPlane::shared();
     let app = unique_app_id("stall");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     let informer = informer(plane, Identity::Restricted, Route::Direct, &app, &[]).await;
     informer.start().unwrap();
     wait_synced(&informer).await;
@@ -584,7 +584,7 @@ async fn a_stalled_consumer_still_sees_every_failure_before_its_deletion() {
 async fn a_full_snapshot_never_overtakes_a_change_the_consumer_has_not_handed_on() {
     let plane = LocalPlane::shared();
     let app = unique_app_id("overtake");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     let informer = informer(plane, Identity::Restricted, Route::Direct, &app, &[]).await;
     informer.start().unwrap();
     wait_synced(&informer).await;
@@ -621,7 +621,7 @@ async fn a_full_snapshot_never_overtakes_a_change_the_consumer_has_not_handed_on
 async fn resync_replays_nothing_for_unchanged_pods() {
     let plane = LocalPlane::shared();
     let app = unique_app_id("resync");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     let informer = informer(
         plane,
         Identity::Restricted,
@@ -650,7 +650,7 @@ async fn every_initial_list_strategy_syncs_and_auto_falls_back_without_watchlist
         ..Default::default()
     });
     let app = unique_app_id("lists");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     kubelet::create_executors(&pods, &app, 0..7, 7).await.unwrap();
     for (mode, expected) in [
         ("watchCache", InitialList::WatchCache),
@@ -683,7 +683,7 @@ async fn every_initial_list_strategy_syncs_and_auto_falls_back_without_watchlist
 async fn streaming_lists_sync_where_the_server_supports_them() {
     let plane = LocalPlane::shared();
     let app = unique_app_id("stream");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     kubelet::create_executors(&pods, &app, 0..4, 4).await.unwrap();
     let informer = informer(plane, Identity::Restricted, Route::Direct, &app, &[]).await;
     informer.start().unwrap();
@@ -698,7 +698,7 @@ async fn streaming_lists_sync_where_the_server_supports_them() {
 async fn five_thousand_pods_sync_and_memory_per_pod_is_reported() {
     let plane = LocalPlane::start_with(PlaneOptions::default());
     let app = unique_app_id("scale");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     let began = Instant::now();
     kubelet::create_executors(&pods, &app, 0..5000, 64).await.unwrap();
     eprintln!("created 5000 pods in {:.1}s", began.elapsed().as_secs_f64());

@@ -129,7 +129,7 @@ struct Outage {
 async fn slow_link_informer(missing_pod_detect_delta: &str, more_conf: &[(&str, &str)]) -> Outage {
     let plane = LocalPlane::start_with(PlaneOptions { watch_cache: true, ..Default::default() });
     let app = unique_app_id("outage");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     kubelet::create_executors(&pods, &app, 0..PODS, 16).await.unwrap();
     let selector = executor_selector(&app);
     let list_bytes =

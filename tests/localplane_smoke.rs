@@ -20,7 +20,7 @@ fn phase(pod: &Pod) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_sees_every_change_of_a_pod_the_test_kubelet_drives() {
     let plane = LocalPlane::shared();
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     let app = unique_app_id("watch");
     let name = kubelet::executor_pod_name(&app, 1);
     let list = pods.list(&ListParams::default().labels(&format!("spark-app-selector={app}"))).await.unwrap();
@@ -82,7 +82,7 @@ async fn restricted_identity_is_forbidden_outside_its_namespace() {
 async fn watch_from_a_compacted_resource_version_gets_410() {
     // Without the watch cache, watches are served by etcd, whose compaction is what 410 means.
     let plane = LocalPlane::start_with(PlaneOptions { watch_cache: false, ..Default::default() });
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     let app = unique_app_id("gone");
     let created = kubelet::create_executor(&pods, &app, 1).await.unwrap();
     let old_rv = created.metadata.resource_version.unwrap();
@@ -108,11 +108,11 @@ async fn pods_survive_an_apiserver_restart() {
     let plane = LocalPlane::start_with(PlaneOptions::default());
     let app = unique_app_id("restart");
     {
-        let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+        let pods = plane.admin_pods();
         kubelet::create_executors(&pods, &app, 1..6, 5).await.unwrap();
     }
     plane.restart_apiserver();
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     let list = pods.list(&ListParams::default().labels(&format!("spark-app-selector={app}"))).await.unwrap();
     assert_eq!(list.items.len(), 5);
 }

@@ -64,6 +64,18 @@ async fn informer(
     (Arc::new(tracking.informer), tracking.services.expect("Services are on"))
 }
 
+/// The app's executor Services as the driver manages them: its restricted identity, 4 requests at once.
+fn driver_services(plane: &LocalPlane, app: &str) -> ExecutorServices {
+    ExecutorServices::new(
+        plane.client(Identity::Restricted, Route::Direct),
+        plane.namespace(),
+        app,
+        &format!("{app}-driver"),
+        PORT,
+        4,
+    )
+}
+
 async fn app_services(services: &Api<Service>, app: &str) -> Vec<Service> {
     let selector = format!("spark-app-selector={app},spark-role=executor-service");
     services.list(&ListParams::default().labels(&selector)).await.unwrap().items
@@ -73,8 +85,8 @@ async fn app_services(services: &Api<Service>, app: &str) -> Vec<Service> {
 async fn every_executor_pod_gets_its_service_owned_by_the_driver() {
     let plane = LocalPlane::shared();
     let app = unique_app_id("svc");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
-    let svcs: Api<Service> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
+    let svcs = plane.admin_services();
     let driver = create_driver(&pods, &app).await;
     kubelet::create_executor(&pods, &app, 1).await.unwrap(); // before start: ensured at the first sync
     let (informer, services) = informer(plane, Identity::Restricted, &app, &[]).await;
@@ -123,17 +135,10 @@ async fn every_executor_pod_gets_its_service_owned_by_the_driver() {
 async fn ensure_is_idempotent_and_repairs_a_service_edited_by_hand() {
     let plane = LocalPlane::shared();
     let app = unique_app_id("ensure");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
-    let svcs: Api<Service> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
+    let svcs = plane.admin_services();
     create_driver(&pods, &app).await;
-    let executor_services = ExecutorServices::new(
-        plane.client(Identity::Restricted, Route::Direct),
-        plane.namespace(),
-        &app,
-        &format!("{app}-driver"),
-        PORT,
-        4,
-    );
+    let executor_services = driver_services(plane, &app);
     assert_eq!(executor_services.ensure("1").await.unwrap(), Ensured::Created);
     assert_eq!(executor_services.ensure("1").await.unwrap(), Ensured::Unchanged);
     assert_eq!(app_services(&svcs, &app).await.len(), 1);
@@ -156,8 +161,8 @@ async fn ensure_is_idempotent_and_repairs_a_service_edited_by_hand() {
 async fn a_burst_of_300_executors_gets_300_services_within_the_request_bound() {
     let plane = LocalPlane::start_with(PlaneOptions::default());
     let app = unique_app_id("burst");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
-    let svcs: Api<Service> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
+    let svcs = plane.admin_services();
     create_driver(&pods, &app).await;
     let (informer, services) =
         informer(&plane, Identity::Restricted, &app, &[("spark.kubernetes.native.service.maxConcurrentRequests", "8")])
@@ -183,8 +188,8 @@ async fn a_burst_of_300_executors_gets_300_services_within_the_request_bound() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_a_cool_down_a_service_goes_after_its_pod_and_without_one_it_stays() {
     let plane = LocalPlane::shared();
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
-    let svcs: Api<Service> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
+    let svcs = plane.admin_services();
     for (delete_after, kept) in [("2s", false), ("0s", true)] {
         let app = unique_app_id("cool");
         create_driver(&pods, &app).await;
@@ -316,7 +321,7 @@ async fn a_service_account_that_may_only_get_services_is_told_which_verbs_it_lac
 async fn rights_taken_away_after_start_up_show_as_errors_and_the_informer_keeps_working() {
     let plane = LocalPlane::shared();
     let app = unique_app_id("revoked");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     create_driver(&pods, &app).await;
     // Past the start-up check (as if the rights were revoked after it): built by hand.
     let settings = services_settings(plane, Identity::PodsOnly, &app, &[]);
@@ -365,19 +370,12 @@ async fn a_service_of_our_name_that_another_tool_made_is_never_repaired_or_delet
     spark_k8s_native::jni::logs::install();
     let plane = LocalPlane::shared();
     let app = unique_app_id("foreign");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
-    let svcs: Api<Service> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
+    let svcs = plane.admin_services();
     create_driver(&pods, &app).await;
     let theirs = create_foreign_service(&svcs, &app, "1").await;
     create_foreign_service(&svcs, &app, "2").await;
-    let executor_services = Arc::new(ExecutorServices::new(
-        plane.client(Identity::Restricted, Route::Direct),
-        plane.namespace(),
-        &app,
-        &format!("{app}-driver"),
-        PORT,
-        4,
-    ));
+    let executor_services = Arc::new(driver_services(plane, &app));
     assert_eq!(executor_services.ensure("1").await.unwrap(), Ensured::Foreign);
     assert_eq!(executor_services.ensure("1").await.unwrap(), Ensured::Foreign, "and again");
     executor_services.delete("1").await.unwrap();
@@ -417,8 +415,8 @@ async fn a_service_of_our_name_that_another_tool_made_is_never_repaired_or_delet
 async fn ensure_now_is_synchronous_and_the_informer_sends_no_second_request_for_that_pod() {
     let plane = LocalPlane::shared();
     let app = unique_app_id("now");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
-    let svcs: Api<Service> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
+    let svcs = plane.admin_services();
     create_driver(&pods, &app).await;
     let (informer, services) = informer(plane, Identity::Restricted, &app, &[]).await;
     informer.start().unwrap();
@@ -458,8 +456,8 @@ async fn ensure_now_is_synchronous_and_the_informer_sends_no_second_request_for_
 async fn without_an_informer_gone_executors_reported_by_the_caller_lose_their_service_after_the_cool_down() {
     let plane = LocalPlane::shared();
     let app = unique_app_id("gone");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
-    let svcs: Api<Service> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
+    let svcs = plane.admin_services();
     create_driver(&pods, &app).await;
     let settings =
         services_settings(plane, Identity::Restricted, &app, &[("spark.kubernetes.native.service.deleteAfter", "1s")]);
@@ -492,8 +490,8 @@ async fn without_an_informer_gone_executors_reported_by_the_caller_lose_their_se
 async fn an_executor_gone_while_its_service_is_still_being_created_loses_it_once_created() {
     let plane = LocalPlane::shared();
     let app = unique_app_id("race");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
-    let svcs: Api<Service> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
+    let svcs = plane.admin_services();
     create_driver(&pods, &app).await;
     let cool_down = [("spark.kubernetes.native.service.deleteAfter", "1s")];
     let settings = services_settings_via(plane, Identity::Restricted, Route::Proxy, &app, &cool_down);
@@ -529,7 +527,7 @@ async fn an_executor_gone_while_its_service_is_still_being_created_loses_it_once
 async fn on_the_drivers_one_client_an_unanswered_service_request_is_tried_again_after_the_request_timeout() {
     let plane = LocalPlane::start_with(PlaneOptions::default());
     let app = unique_app_id("unanswered");
-    let pods: Api<Pod> = Api::namespaced(plane.admin(), plane.namespace());
+    let pods = plane.admin_pods();
     create_driver(&pods, &app).await;
     let timeouts =
         [("spark.kubernetes.driver.requestTimeout", "1000"), ("spark.kubernetes.native.informer.watchTimeout", "120s")];

@@ -206,6 +206,16 @@ impl LocalPlane {
         self.client(Identity::Admin, Route::Direct)
     }
 
+    /// The test namespace's pods, as the admin: what the tests drive as the kubelet and the API would.
+    pub fn admin_pods(&self) -> kube::Api<k8s_openapi::api::core::v1::Pod> {
+        kube::Api::namespaced(self.admin(), self.namespace())
+    }
+
+    /// The test namespace's Services, as the admin.
+    pub fn admin_services(&self) -> kube::Api<k8s_openapi::api::core::v1::Service> {
+        kube::Api::namespaced(self.admin(), self.namespace())
+    }
+
     /// The Spark configuration a driver would have for this plane: master,
     /// namespace, CA and the identity's credentials (client mode keys).
     pub fn spark_conf(&self, identity: Identity, route: Route) -> HashMap<String, String> {

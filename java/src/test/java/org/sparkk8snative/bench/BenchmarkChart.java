@@ -71,7 +71,7 @@ final class BenchmarkChart {
     yMax *= 1.15;
     Charts.frame(
         g,
-        "Apiserver pod requests per driver-hour (" + report.plan.steadyPods() + " executors)",
+        "Apiserver pod requests per driver-hour (" + report.plan().steadyPods() + " executors)",
         x,
         y,
         w,

@@ -16,17 +16,14 @@ interface BenchmarkOutput {
 
   String headline();
 
-  /** The name of its section of BENCHMARKS.md. */
-  String sectionName();
-
   /** Its section of BENCHMARKS.md. */
   String section();
 
-  default void writeMarkdown(Path file) throws IOException {
-    MarkdownSections.write(file, sectionName(), section());
-  }
+  /** Its table for the README, from this run's figures. */
+  String readmeHeadline();
 
-  void writeReadmeHeadline(Path readme) throws IOException;
+  /** The names of a report's section of BENCHMARKS.md and of its README table. */
+  record Sections(String benchmarks, String readme) {}
 
   /** Draws a report's chart. */
   interface Chart<R> {
@@ -34,15 +31,15 @@ interface BenchmarkOutput {
   }
 
   /**
-   * Writes {@code report}'s section, chart and headline to the files a benchmark's {@code main} was
-   * given ({@code args[1]}, {@code args[2]}, {@code args[3]}), prints its headline, and exits: 1 if
-   * a figure is missing.
+   * Writes {@code report}'s section, chart and README table, under the names {@code sections}
+   * gives, to the files a benchmark's {@code main} was given ({@code args[1]}, {@code args[2]},
+   * {@code args[3]}), prints its headline, and exits: 1 if a figure is missing.
    */
   static <R extends BenchmarkOutput> void writeAndExit(
-      String tag, R report, Chart<R> chart, String[] args) throws IOException {
-    report.writeMarkdown(Paths.get(args[1]));
+      String tag, Sections sections, R report, Chart<R> chart, String[] args) throws IOException {
+    MarkdownSections.write(Paths.get(args[1]), sections.benchmarks(), report.section());
     chart.write(report, Paths.get(args[2]));
-    report.writeReadmeHeadline(Paths.get(args[3]));
+    MarkdownSections.write(Paths.get(args[3]), sections.readme(), report.readmeHeadline());
     System.out.println(report.headline());
     List<String> missing = report.missing();
     if (!missing.isEmpty()) {

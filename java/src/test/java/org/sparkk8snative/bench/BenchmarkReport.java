@@ -7,12 +7,21 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.function.DoubleBinaryOperator;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /** Turns the figures of one run into BENCHMARKS.md's JVM section and the README's headline. */
-final class BenchmarkReport implements BenchmarkOutput {
+/**
+ * @param figures run -> one figure map per repetition
+ * @param orders repetition -> the order its runs went in
+ * @param seconds how long the whole benchmark took
+ */
+record BenchmarkReport(
+    BenchmarkPlan plan,
+    Map<String, List<Map<String, String>>> figures,
+    Map<Integer, List<String>> orders,
+    long seconds)
+    implements BenchmarkOutput {
   static final List<String> CONTENDERS = List.of("legacy", "fabric8", "native");
   static final Map<String, String> LABELS =
       Map.of(
@@ -24,25 +33,6 @@ final class BenchmarkReport implements BenchmarkOutput {
           "fabric8 informer + lister",
           "native",
           "native (this project)");
-
-  final BenchmarkPlan plan;
-
-  /** Run -> one figure map per repetition. */
-  final Map<String, List<Map<String, String>>> figures;
-
-  private final Map<Integer, List<String>> orders;
-  private final long seconds;
-
-  BenchmarkReport(
-      BenchmarkPlan plan,
-      Map<String, List<Map<String, String>>> figures,
-      Map<Integer, List<String>> orders,
-      long seconds) {
-    this.plan = plan;
-    this.figures = figures;
-    this.orders = orders;
-    this.seconds = seconds;
-  }
 
   /** A figure's median over the repetitions, or NaN when no run produced it. */
   double number(String run, String key) {
@@ -198,14 +188,9 @@ final class BenchmarkReport implements BenchmarkOutput {
         bytes(number("fabric8", "heap.retainedBytes")));
   }
 
+  /** The README's headline table, from this run's figures. */
   @Override
-  public String sectionName() {
-    return "jvm";
-  }
-
-  /** The README's headline table, from this run's figures (section {@code headline}). */
-  @Override
-  public void writeReadmeHeadline(Path readme) throws IOException {
+  public String readmeHeadline() {
     int n = plan.largest();
     String first = "first." + n + ".allPodsMs";
     StringBuilder md = new StringBuilder();
@@ -238,7 +223,7 @@ final class BenchmarkReport implements BenchmarkOutput {
             "%nMedian (min-max) of %d repetitions; bold only where a range lies below every other's. "
                 + "Written by `make bench` (plan `%s`, %s, Spark %s).%n",
             plan.repetitions(), plan.name(), RunStamp.now(), jarVersion("spark-core_2.13-")));
-    MarkdownSections.write(readme, "headline", md.toString());
+    return md.toString();
   }
 
   @Override
@@ -439,72 +424,45 @@ final class BenchmarkReport implements BenchmarkOutput {
             "0 LIST requests in steady state",
             number("native", "requests.LIST.perHour"),
             0,
-            (v, t) -> v <= t ? 1 : 0,
             "%.0f per hour"));
     rows.add(
-        target(
-            "first view <= 0.7x fabric8",
-            number("native", first) / number("fabric8", first),
-            0.7,
-            (v, t) -> v <= t ? 1 : 0,
-            "%.2fx"));
+        ratioAtMost(
+            "first view <= 0.7x fabric8", number("native", first) / number("fabric8", first), 0.7));
     rows.add(
-        target(
+        ratioAtMost(
             "first view of "
                 + n
                 + " pods <= 1.2x a LIST decoded into fabric8's pods (no source can skip the decoding)",
             number("native", first) / number("floor", "first." + n + ".decodedListMs"),
-            1.2,
-            (v, t) -> v <= t ? 1 : 0,
-            "%.2fx"));
+            1.2));
     for (int size :
         plan.sizes().subList(Math.max(0, plan.sizes().size() - 2), plan.sizes().size())) {
       String view = "first." + size + ".allPodsMs";
       rows.add(
-          target(
+          ratioAtMost(
               "first view of " + size + " pods <= 1.2x raw LIST",
               number("native", view) / number("floor", view),
-              1.2,
-              (v, t) -> v <= t ? 1 : 0,
-              "%.2fx"));
+              1.2));
     }
+    rows.add(ratioAtMost("p99 <= fabric8's", nativeP99 / latency("fabric8", 0.99).median(), 1.0));
+    rows.add(ratioAtMost("p99 <= 2x raw watch", nativeP99 / latency("floor", 0.99).median(), 2.0));
     rows.add(
-        target(
-            "p99 <= fabric8's",
-            nativeP99 / latency("fabric8", 0.99).median(),
-            1.0,
-            (v, t) -> v <= t ? 1 : 0,
-            "%.2fx"));
-    rows.add(
-        target(
-            "p99 <= 2x raw watch",
-            nativeP99 / latency("floor", 0.99).median(),
-            2.0,
-            (v, t) -> v <= t ? 1 : 0,
-            "%.2fx"));
-    rows.add(
-        target(
+        ratioAtMost(
             "driver memory (heap + native) <= 0.5x fabric8",
             driverMemory("native").median() / driverMemory("fabric8").median(),
-            0.5,
-            (v, t) -> v <= t ? 1 : 0,
-            "%.2fx"));
+            0.5));
     // Judged on the ranges, not the medians: met only if native's largest total is within the
     // bound of the store's smallest.
     rows.add(
-        target(
+        ratioAtMost(
             "driver memory (heap + native) <= 1.15x Spark's own store (native's largest / the store's smallest)",
             driverMemory("native").max() / spread("floor", "heap.storeFloorBytes").min(),
-            1.15,
-            (v, t) -> v <= t ? 1 : 0,
-            "%.2fx"));
+            1.15));
     rows.add(
-        target(
+        ratioAtMost(
             "JVM bytes per event <= 0.5x fabric8",
             number("native", "alloc.bytesPerEvent") / number("fabric8", "alloc.bytesPerEvent"),
-            0.5,
-            (v, t) -> v <= t ? 1 : 0,
-            "%.2fx"));
+            0.5));
     rows.add(
         target(
             "lister snapshot of "
@@ -512,14 +470,12 @@ final class BenchmarkReport implements BenchmarkOutput {
                 + " unchanged pods <= 5 ms (ours, without Spark's replaceSnapshot)",
             number("native", "lister.oursMicros") / 1000,
             5,
-            (v, t) -> v <= t ? 1 : 0,
             "%.2f ms"));
     rows.add(
         target(
             "lister snapshot of " + n + " unchanged pods <= 5 ms (with Spark's replaceSnapshot)",
             number("native", "lister.unchangedMicros") / 1000,
             5,
-            (v, t) -> v <= t ? 1 : 0,
             "%.2f ms"));
     StringBuilder md =
         new StringBuilder("**Targets**:\n\n| target | measured | met |\n| --- | ---: | :---: |\n");
@@ -529,12 +485,16 @@ final class BenchmarkReport implements BenchmarkOutput {
     return md.append('\n').toString();
   }
 
-  private static String[] target(
-      String what, double value, double limit, DoubleBinaryOperator met, String format) {
+  /** A target met when {@code value} is at most {@code limit}; "?" when it was not measured. */
+  private static String[] target(String what, double value, double limit, String format) {
     String measured = Double.isNaN(value) ? "n/a" : String.format(format, value);
-    String verdict =
-        Double.isNaN(value) ? "?" : met.applyAsDouble(value, limit) == 1 ? "yes" : "**no**";
+    String verdict = Double.isNaN(value) ? "?" : value <= limit ? "yes" : "**no**";
     return new String[] {what, measured, verdict};
+  }
+
+  /** A target on a ratio, at most {@code limit} times its peer. */
+  private static String[] ratioAtMost(String what, double ratio, double limit) {
+    return target(what, ratio, limit, "%.2fx");
   }
 
   static String ms(double millis) {

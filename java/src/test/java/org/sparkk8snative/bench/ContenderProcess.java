@@ -1,5 +1,7 @@
 package org.sparkk8snative.bench;
 
+import static org.sparkk8snative.bench.BenchLines.emit;
+
 import io.fabric8.kubernetes.api.model.PodList;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
@@ -349,11 +351,6 @@ public final class ContenderProcess {
     if (commands.readLine() == null) {
       throw new IllegalStateException("the benchmark went away");
     }
-  }
-
-  private static void emit(String key, Object value) {
-    System.out.println("BENCH " + key + " " + value);
-    System.out.flush();
   }
 
   private static void awaitNanos(String what, LongSupplier value, Duration timeout)

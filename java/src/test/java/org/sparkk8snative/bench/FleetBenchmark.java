@@ -90,7 +90,12 @@ public final class FleetBenchmark {
             bench.unitCosts,
             bench.orders,
             (System.nanoTime() - began) / 1_000_000_000L);
-    BenchmarkOutput.writeAndExit("fleet", report, FleetChart::write, args);
+    BenchmarkOutput.writeAndExit(
+        "fleet",
+        new BenchmarkOutput.Sections("fleet", "fleet-headline"),
+        report,
+        FleetChart::write,
+        args);
   }
 
   /**
@@ -101,41 +106,40 @@ public final class FleetBenchmark {
    */
   private void attributeTheDriversTheirOwnFlow() {
     String flow = ApiserverMetrics.DRIVERS_FLOW;
-    admin
-        .resource(
-            """
-            apiVersion: flowcontrol.apiserver.k8s.io/v1
-            kind: PriorityLevelConfiguration
-            metadata: {name: %s}
-            spec:
-              type: Limited
-              limited:
-                nominalConcurrencyShares: 20
-                limitResponse:
-                  type: Queue
-                  queuing: {queues: 128, handSize: 6, queueLengthLimit: 50}
-            """
-                .formatted(flow))
-        .serverSideApply();
-    admin
-        .resource(
-            """
-            apiVersion: flowcontrol.apiserver.k8s.io/v1
-            kind: FlowSchema
-            metadata: {name: %s}
-            spec:
-              priorityLevelConfiguration: {name: %s}
-              matchingPrecedence: 500
-              distinguisherMethod: {type: ByUser}
-              rules:
-              - subjects: [{kind: User, user: {name: %s}}]
-                resourceRules:
-                - {verbs: ["*"], apiGroups: ["*"], resources: ["*"], namespaces: ["*"], clusterScope: true}
-                nonResourceRules:
-                - {verbs: ["*"], nonResourceURLs: ["*"]}
-            """
-                .formatted(flow, flow, TestPlane.RESTRICTED_USER))
-        .serverSideApply();
+    String priorityLevel =
+        """
+        apiVersion: flowcontrol.apiserver.k8s.io/v1
+        kind: PriorityLevelConfiguration
+        metadata: {name: %s}
+        spec:
+          type: Limited
+          limited:
+            nominalConcurrencyShares: 20
+            limitResponse:
+              type: Queue
+              queuing: {queues: 128, handSize: 6, queueLengthLimit: 50}
+        """
+            .formatted(flow);
+    String flowSchema =
+        """
+        apiVersion: flowcontrol.apiserver.k8s.io/v1
+        kind: FlowSchema
+        metadata: {name: %s}
+        spec:
+          priorityLevelConfiguration: {name: %s}
+          matchingPrecedence: 500
+          distinguisherMethod: {type: ByUser}
+          rules:
+          - subjects: [{kind: User, user: {name: %s}}]
+            resourceRules:
+            - {verbs: ["*"], apiGroups: ["*"], resources: ["*"], namespaces: ["*"], clusterScope: true}
+            nonResourceRules:
+            - {verbs: ["*"], nonResourceURLs: ["*"]}
+        """
+            .formatted(flow, flow, TestPlane.RESTRICTED_USER);
+    for (String manifest : List.of(priorityLevel, flowSchema)) {
+      admin.resource(manifest).serverSideApply();
+    }
     progress("the drivers' identity (" + TestPlane.RESTRICTED_USER + ") has its own flow: " + flow);
   }
 
@@ -168,7 +172,7 @@ public final class FleetBenchmark {
     String app = FleetPlan.appId(1);
     List<String> pods = new ArrayList<>();
     for (long id = 1; id <= plan.executorsPerDriver(); id++) {
-      pods.add(ExecutorPodPopulation.podName(app, id));
+      pods.add(TestPlane.podName(app, id));
     }
     PlaneHttp asDriver = PlaneHttp.asDriver(plane);
     unitCosts = new UnitCosts(unitPlan, http, asDriver, plane.namespace(), app, pods).measure();
@@ -285,20 +289,11 @@ public final class FleetBenchmark {
     return System.getenv().getOrDefault("FLEET_DRIVERS_CPUS", "");
   }
 
-  /** Reads {@code BENCH key value} figures until {@code BENCH READY} or the end of the output. */
+  /** Reads the drivers' figures, each as {@code drivers.<key>}, up to their next READY. */
   private static void readUntilReady(BufferedReader out, Map<String, Double> figures)
       throws IOException {
-    String line;
-    while ((line = out.readLine()) != null) {
-      if (!line.startsWith("BENCH ")) {
-        continue;
-      }
-      String[] parts = line.split(" ", 3);
-      if (parts[1].equals("READY")) {
-        return;
-      }
-      figures.put("drivers." + parts[1], Double.parseDouble(parts[2]));
-    }
+    BenchLines.readUntilReady(
+        out, (key, value) -> figures.put("drivers." + key, Double.parseDouble(value)));
   }
 
   /** CPU ticks (1/100 s) of the plane's launcher process, which embeds etcd. */
@@ -364,7 +359,7 @@ public final class FleetBenchmark {
       admin
           .pods()
           .inNamespace(plane.namespace())
-          .withName(ExecutorPodPopulation.podName(app, gone))
+          .withName(TestPlane.podName(app, gone))
           .withGracePeriod(0)
           .delete();
       long id = nextId.merge(driver, 1L, Long::sum) - 1;
@@ -397,8 +392,7 @@ public final class FleetBenchmark {
               + "/pods?labelSelector=spark-app-selector%3D"
               + app
               + "%2Cspark-role%3Dexecutor";
-      this.getPath =
-          "/api/v1/namespaces/" + namespace + "/pods/" + ExecutorPodPopulation.podName(app, 1);
+      this.getPath = "/api/v1/namespaces/" + namespace + "/pods/" + TestPlane.podName(app, 1);
     }
 
     void start() {

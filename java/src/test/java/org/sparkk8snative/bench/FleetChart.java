@@ -47,7 +47,7 @@ final class FleetChart {
       int y) {
     int w = 460;
     int h = 340;
-    List<Integer> sizes = report.plan.drivers();
+    List<Integer> sizes = report.plan().drivers();
     double yMax = 0;
     for (String c : FleetBenchmark.CONTENDERS) {
       for (int size : sizes) {

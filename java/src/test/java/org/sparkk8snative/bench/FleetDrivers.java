@@ -1,5 +1,7 @@
 package org.sparkk8snative.bench;
 
+import static org.sparkk8snative.bench.BenchLines.emit;
+
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -101,10 +103,5 @@ public final class FleetDrivers {
     }
     emit("stopped", "1");
     System.exit(0);
-  }
-
-  private static void emit(String key, Object value) {
-    System.out.println("BENCH " + key + " " + value);
-    System.out.flush();
   }
 }

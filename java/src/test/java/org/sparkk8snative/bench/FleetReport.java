@@ -1,18 +1,28 @@
 package org.sparkk8snative.bench;
 
-import java.io.IOException;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.BiFunction;
+import java.util.function.Function;
 import java.util.function.ToDoubleFunction;
 
 /**
  * The fleet benchmark's figures: every figure as the median and the range (min-max) of its
  * repetitions, per fleet size and contender; BENCHMARKS.md's fleet section and the README's fleet
  * table. A difference is called a win or a loss only when the ranges do not overlap.
+ *
+ * @param unitCosts {@link UnitCosts#measure()}: each unit cost's figure per batch
+ * @param orders repetition -> the order its runs went in
+ * @param seconds how long the whole benchmark took
  */
-final class FleetReport implements BenchmarkOutput {
+record FleetReport(
+    FleetPlan plan,
+    List<FleetReport.Run> runs,
+    Map<String, List<Double>> unitCosts,
+    Map<Integer, List<String>> orders,
+    long seconds)
+    implements BenchmarkOutput {
   /** One contender at one fleet size in one repetition: the figures of its window. */
   record Run(int repetition, String contender, int drivers, Map<String, Double> figures) {
     double get(String key) {
@@ -44,28 +54,6 @@ final class FleetReport implements BenchmarkOutput {
 
   static final List<String> DRIVER_CONTENDERS =
       List.of("legacy", "fabric8", "native", FleetDrivers.NATIVE_LONG_WATCH);
-
-  final FleetPlan plan;
-  final List<Run> runs;
-  private final Map<String, List<Double>> unitCosts;
-  private final Map<Integer, List<String>> orders;
-  private final long seconds;
-
-  /**
-   * @param unitCosts {@link UnitCosts#measure()}: each unit cost's figure per batch
-   */
-  FleetReport(
-      FleetPlan plan,
-      List<Run> runs,
-      Map<String, List<Double>> unitCosts,
-      Map<Integer, List<String>> orders,
-      long seconds) {
-    this.plan = plan;
-    this.runs = runs;
-    this.unitCosts = unitCosts;
-    this.orders = orders;
-    this.seconds = seconds;
-  }
 
   /** A unit cost over its batches, e.g. {@code unit("list", "cpuSeconds")}. */
   Spread unit(String name, String measure) {
@@ -205,14 +193,9 @@ final class FleetReport implements BenchmarkOutput {
         spread("native", n, r -> r.get("other.LIST.p99Ms")).format(" ms", 1));
   }
 
+  /** The README's fleet table. */
   @Override
-  public String sectionName() {
-    return "fleet";
-  }
-
-  /** The README's fleet table (section {@code fleet-headline}). */
-  @Override
-  public void writeReadmeHeadline(Path readme) throws IOException {
+  public String readmeHeadline() {
     int n = plan.largest();
     StringBuilder md = new StringBuilder();
     md.append(
@@ -251,7 +234,7 @@ final class FleetReport implements BenchmarkOutput {
             plan.name(),
             RunStamp.now(),
             spread("none", n, r -> r.get("other.LIST.p99Ms")).median()));
-    MarkdownSections.write(readme, "fleet-headline", md.toString());
+    return md.toString();
   }
 
   @Override
@@ -314,74 +297,55 @@ final class FleetReport implements BenchmarkOutput {
             + ApiserverMetrics.DRIVERS_FLOW
             + "`: no baseline subtracted; a watch counts up to its initialization, its events are "
             + "not a request's execution), and the requests that flow dispatched:\n\n");
-    sizesHeader(md);
-    for (String c : DRIVER_CONTENDERS) {
-      md.append("| ").append(LABELS.get(c));
-      for (int size : plan.drivers()) {
-        md.append(" | ")
-            .append(apiserverTimePerDriverHour(c, size).format(" s", 3))
-            .append(", ")
-            .append(perDriverHour(c, size, "flow.dispatched").format(" requests", 0));
-      }
-      md.append(" |\n");
-    }
+    sizesTable(
+        md,
+        DRIVER_CONTENDERS,
+        (c, size) ->
+            apiserverTimePerDriverHour(c, size).format(" s", 3)
+                + ", "
+                + perDriverHour(c, size, "flow.dispatched").format(" requests", 0));
     md.append(
         String.format(
             "%nOnce per driver start, which no window sees: apiserver time serving the drivers from their "
                 + "start to their end, outside the window, per driver (initial lists and watches, at %d "
                 + "drivers): ",
             n));
-    List<String> startCosts = new ArrayList<>();
-    for (String c : DRIVER_CONTENDERS) {
-      startCosts.add(
-          LABELS.get(c)
-              + " "
-              + spread(
-                      c,
-                      n,
-                      r ->
-                          (r.get("flow.run.executionSeconds") - r.get("flow.executionSeconds")) / n)
-                  .format(" s", 3));
-    }
-    md.append(String.join("; ", startCosts)).append(".\n");
+    md.append(
+            perDriverContender(
+                c ->
+                    spread(
+                            c,
+                            n,
+                            r ->
+                                (r.get("flow.run.executionSeconds")
+                                        - r.get("flow.executionSeconds"))
+                                    / n)
+                        .format(" s", 3)))
+        .append(".\n");
     md.append(
         String.format(
             "%nPods that LISTs fetched, evaluated against their selectors and returned, per driver-hour "
                 + "above the no-driver runs, at %d drivers (`apiserver_storage_list_*_objects_total` for LISTs from etcd plus `apiserver_cache_list_*` for LISTs from the watch cache, which counts no evaluated objects): ",
             n));
-    List<String> listCosts = new ArrayList<>();
-    for (String c : DRIVER_CONTENDERS) {
-      listCosts.add(
-          LABELS.get(c)
-              + " "
-              + aboveBaselinePerDriverHour(c, n, "listObjects.fetched").format("", 0)
-              + " / "
-              + aboveBaselinePerDriverHour(c, n, "listObjects.evaluated").format("", 0)
-              + " / "
-              + aboveBaselinePerDriverHour(c, n, "listObjects.returned").format("", 0));
-    }
-    md.append(String.join("; ", listCosts)).append(".\n\n");
+    md.append(
+            perDriverContender(
+                c ->
+                    aboveBaselinePerDriverHour(c, n, "listObjects.fetched").format("", 0)
+                        + " / "
+                        + aboveBaselinePerDriverHour(c, n, "listObjects.evaluated").format("", 0)
+                        + " / "
+                        + aboveBaselinePerDriverHour(c, n, "listObjects.returned").format("", 0)))
+        .append(".\n\n");
 
     md.append(
         "**Apiserver CPU per driver-hour, by subtraction** (CPU seconds above the no-driver runs, divided by N; the baseline's own spread is larger than most drivers' share):\n\n");
-    sizesHeader(md);
-    for (String c : DRIVER_CONTENDERS) {
-      md.append("| ").append(LABELS.get(c));
-      for (int size : plan.drivers()) {
-        md.append(" | ").append(apiserverCpuPerDriverHour(c, size).format(" s", 2));
-      }
-      md.append(" |\n");
-    }
+    sizesTable(
+        md, DRIVER_CONTENDERS, (c, size) -> apiserverCpuPerDriverHour(c, size).format(" s", 2));
     md.append("\n**Whole apiserver, CPU seconds per hour**:\n\n");
-    sizesHeader(md);
-    for (String c : FleetBenchmark.CONTENDERS) {
-      md.append("| ").append(LABELS.get(c));
-      for (int size : plan.drivers()) {
-        md.append(" | ")
-            .append(spread(c, size, r -> r.perHour("apiserver.cpuSeconds")).format(" s", 0));
-      }
-      md.append(" |\n");
-    }
+    sizesTable(
+        md,
+        FleetBenchmark.CONTENDERS,
+        (c, size) -> spread(c, size, r -> r.perHour("apiserver.cpuSeconds")).format(" s", 0));
 
     md.append(
         String.format(
@@ -636,56 +600,93 @@ final class FleetReport implements BenchmarkOutput {
             String.format(
                 "%n**Targets** (at %d drivers):%n%n| target | measured | met |%n| --- | --- | :---: |%n",
                 n));
-    // Met only if native's largest is within a tenth of legacy's smallest: a goal met by the
-    // medians alone is not resolved by the run.
-    String tenth =
+    tenthRow(md, "native apiserver CPU per driver-hour", nat, legacy, " s", 2);
+    tenthRow(
+        md, "native's attributed apiserver time per driver-hour", natTime, legacyTime, " s", 3);
+    comparedRow(
+        md,
+        "native's attributed apiserver time per driver-hour <= fabric8's",
+        natTime,
+        fabric8Time,
+        " s",
+        3,
+        true);
+    comparedRow(
+        md, "native apiserver CPU per driver-hour <= fabric8's", nat, fabric8, " s", 2, false);
+    comparedRow(
+        md,
+        "another client's LIST p99 unaffected by native (within noise of no drivers)",
+        otherNative,
+        otherNone,
+        " ms",
+        1,
+        false);
+    return md.toString();
+  }
+
+  /**
+   * A target row "{@code what} <= 1/10 of legacy's": met only if native's largest is within a tenth
+   * of legacy's smallest; a goal met by the medians alone is not resolved by the run.
+   */
+  private static void tenthRow(
+      StringBuilder md, String what, Spread nat, Spread legacy, String unit, int digits) {
+    String met =
         nat.max() <= legacy.min() / 10
             ? "yes"
             : nat.median() <= legacy.median() / 10 ? "not resolved (medians only)" : "**no**";
     md.append(
         String.format(
-            "| native apiserver CPU per driver-hour <= 1/10 of legacy | %s vs %s | %s |%n",
-            nat.format(" s", 2), legacy.format(" s", 2), tenth));
-    String tenthAttributed =
-        natTime.max() <= legacyTime.min() / 10
-            ? "yes"
-            : natTime.median() <= legacyTime.median() / 10
-                ? "not resolved (medians only)"
-                : "**no**";
+            "| %s <= 1/10 of legacy's | %s vs %s | %s |%n",
+            what, nat.format(unit, digits), legacy.format(unit, digits), met));
+  }
+
+  /**
+   * A target row comparing native with another figure by their ranges. A target that asks for a win
+   * ({@code winNeeded}) is met only by one, and "within noise" otherwise; one that asks only for no
+   * loss is met unless native's range lies wholly above.
+   */
+  private static void comparedRow(
+      StringBuilder md,
+      String target,
+      Spread nat,
+      Spread other,
+      String unit,
+      int digits,
+      boolean winNeeded) {
+    String against = nat.against(other);
+    String met =
+        against.equals("loss")
+            ? "**no**"
+            : !winNeeded || against.equals("win") ? "yes" : "within noise";
     md.append(
         String.format(
-            "| native's attributed apiserver time per driver-hour <= 1/10 of legacy's | %s vs %s | %s |%n",
-            natTime.format(" s", 3), legacyTime.format(" s", 3), tenthAttributed));
-    String timeAgainstFabric8 = natTime.against(fabric8Time);
-    md.append(
-        String.format(
-            "| native's attributed apiserver time per driver-hour <= fabric8's | %s vs %s: %s | %s |%n",
-            natTime.format(" s", 3),
-            fabric8Time.format(" s", 3),
-            timeAgainstFabric8,
-            timeAgainstFabric8.equals("win")
-                ? "yes"
-                : timeAgainstFabric8.equals("loss") ? "**no**" : "within noise"));
-    String againstFabric8 = nat.against(fabric8);
-    md.append(
-        String.format(
-            "| native apiserver CPU per driver-hour <= fabric8's | %s vs %s: %s | %s |%n",
-            nat.format(" s", 2),
-            fabric8.format(" s", 2),
-            againstFabric8,
-            againstFabric8.equals("loss") ? "**no**" : "yes"));
-    String other = otherNative.against(otherNone);
-    md.append(
-        String.format(
-            "| another client's LIST p99 unaffected by native (within noise of no drivers) | %s vs %s: %s | %s |%n",
-            otherNative.format(" ms", 1),
-            otherNone.format(" ms", 1),
-            other,
-            other.equals("loss") ? "**no**" : "yes"));
-    return md.toString();
+            "| %s | %s vs %s: %s | %s |%n",
+            target, nat.format(unit, digits), other.format(unit, digits), against, met));
   }
 
   /** A table's header with one column per fleet size. */
+  /** A table of one row per contender and one column per fleet size, each cell {@code cell}'s. */
+  private void sizesTable(
+      StringBuilder md, List<String> contenders, BiFunction<String, Integer, String> cell) {
+    sizesHeader(md);
+    for (String c : contenders) {
+      md.append("| ").append(LABELS.get(c));
+      for (int size : plan.drivers()) {
+        md.append(" | ").append(cell.apply(c, size));
+      }
+      md.append(" |\n");
+    }
+  }
+
+  /** "label figure; label figure..." over the drivers' contenders. */
+  private static String perDriverContender(Function<String, String> figure) {
+    List<String> parts = new ArrayList<>();
+    for (String c : DRIVER_CONTENDERS) {
+      parts.add(LABELS.get(c) + " " + figure.apply(c));
+    }
+    return String.join("; ", parts);
+  }
+
   private void sizesHeader(StringBuilder md) {
     md.append("|");
     for (int size : plan.drivers()) {

@@ -68,7 +68,12 @@ public final class SnapshotSourcesBenchmark {
             bench.figures,
             bench.orders,
             TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - began));
-    BenchmarkOutput.writeAndExit("bench", report, BenchmarkChart::write, args);
+    BenchmarkOutput.writeAndExit(
+        "bench",
+        new BenchmarkOutput.Sections("jvm", "headline"),
+        report,
+        BenchmarkChart::write,
+        args);
   }
 
   private void populate() {
@@ -98,26 +103,24 @@ public final class SnapshotSourcesBenchmark {
     PrintWriter commands = new PrintWriter(child.getOutputStream(), true, StandardCharsets.UTF_8);
     try (BufferedReader out =
         new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
-      String line;
-      while ((line = out.readLine()) != null) {
-        if (!line.startsWith("BENCH ")) {
-          continue;
+      String phase;
+      while ((phase =
+              BenchLines.readUntilReady(
+                  out,
+                  (key, value) -> {
+                    results.put(key, value);
+                    if (!key.equals("latency.micros")) {
+                      progress("  " + name + " " + key + " = " + value);
+                    }
+                  }))
+          != null) {
+        switch (phase) {
+          case "steady" -> steadyWindow(results);
+          case "warmup" -> sendPatches(Math.max(20, plan.patches() / 5));
+          case "latency" -> sendPatches(plan.patches());
+          default -> throw new IllegalStateException("unknown phase " + phase);
         }
-        String[] parts = line.split(" ", 3);
-        if (parts[1].equals("READY")) {
-          switch (parts[2]) {
-            case "steady" -> steadyWindow(results);
-            case "warmup" -> sendPatches(Math.max(20, plan.patches() / 5));
-            case "latency" -> sendPatches(plan.patches());
-            default -> throw new IllegalStateException("unknown phase " + parts[2]);
-          }
-          commands.println("go");
-        } else {
-          results.put(parts[1], parts[2]);
-          if (!parts[1].equals("latency.micros")) {
-            progress("  " + name + " " + parts[1] + " = " + parts[2]);
-          }
-        }
+        commands.println("go");
       }
     }
     if (!child.waitFor(5, TimeUnit.MINUTES) || child.exitValue() != 0) {
@@ -195,8 +198,7 @@ public final class SnapshotSourcesBenchmark {
       if (wait > 0) {
         TimeUnit.NANOSECONDS.sleep(wait);
       }
-      String pod =
-          ExecutorPodPopulation.podName(BenchmarkPlan.STEADY_APP, seq % plan.steadyPods() + 1);
+      String pod = TestPlane.podName(BenchmarkPlan.STEADY_APP, seq % plan.steadyPods() + 1);
       admin.patchPodStatus(
           plane.namespace(),
           pod,

@@ -22,13 +22,26 @@ use support::{eventually, unique_app_id, Identity, LocalPlane, PlaneOptions, Rou
 
 const PORT: u16 = 7079;
 
+/// An app of a plane with its driver pod made (what owns its executor Services), and the admin's
+/// pods and Services.
+struct DriverApp {
+    app: String,
+    pods: Api<Pod>,
+    svcs: Api<Service>,
+    driver: Pod,
+}
+
+impl DriverApp {
+    async fn create(plane: &LocalPlane, prefix: &str) -> Self {
+        let app = unique_app_id(prefix);
+        let pods = plane.admin_pods();
+        let driver = create_driver(&pods, &app).await;
+        DriverApp { app, pods, svcs: plane.admin_services(), driver }
+    }
+}
+
 async fn create_driver(pods: &Api<Pod>, app: &str) -> Pod {
-    let driver: Pod = serde_json::from_value(json!({
-        "metadata": {"name": format!("{app}-driver"), "labels": {"spark-app-selector": app, "spark-role": "driver"}},
-        "spec": {"automountServiceAccountToken": false, "containers": [{"name": "spark-kubernetes-driver", "image": "spark:4.0.0"}]},
-    }))
-    .unwrap();
-    pods.create(&PostParams::default(), &driver).await.unwrap()
+    pods.create(&PostParams::default(), &kubelet::driver_pod(app)).await.unwrap()
 }
 
 /// A driver's settings with Services on, as `identity`.
@@ -84,10 +97,7 @@ async fn app_services(services: &Api<Service>, app: &str) -> Vec<Service> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_executor_pod_gets_its_service_owned_by_the_driver() {
     let plane = LocalPlane::shared();
-    let app = unique_app_id("svc");
-    let pods = plane.admin_pods();
-    let svcs = plane.admin_services();
-    let driver = create_driver(&pods, &app).await;
+    let DriverApp { app, pods, svcs, driver } = DriverApp::create(plane, "svc").await;
     kubelet::create_executor(&pods, &app, 1).await.unwrap(); // before start: ensured at the first sync
     let (informer, services) = informer(plane, Identity::Restricted, &app, &[]).await;
     informer.start().unwrap();
@@ -134,10 +144,7 @@ async fn every_executor_pod_gets_its_service_owned_by_the_driver() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ensure_is_idempotent_and_repairs_a_service_edited_by_hand() {
     let plane = LocalPlane::shared();
-    let app = unique_app_id("ensure");
-    let pods = plane.admin_pods();
-    let svcs = plane.admin_services();
-    create_driver(&pods, &app).await;
+    let DriverApp { app, svcs, .. } = DriverApp::create(plane, "ensure").await;
     let executor_services = driver_services(plane, &app);
     assert_eq!(executor_services.ensure("1").await.unwrap(), Ensured::Created);
     assert_eq!(executor_services.ensure("1").await.unwrap(), Ensured::Unchanged);
@@ -160,10 +167,7 @@ async fn ensure_is_idempotent_and_repairs_a_service_edited_by_hand() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_300_executors_gets_300_services_within_the_request_bound() {
     let plane = LocalPlane::start_with(PlaneOptions::default());
-    let app = unique_app_id("burst");
-    let pods = plane.admin_pods();
-    let svcs = plane.admin_services();
-    create_driver(&pods, &app).await;
+    let DriverApp { app, pods, svcs, .. } = DriverApp::create(&plane, "burst").await;
     let (informer, services) =
         informer(&plane, Identity::Restricted, &app, &[("spark.kubernetes.native.service.maxConcurrentRequests", "8")])
             .await;
@@ -369,10 +373,7 @@ async fn create_foreign_service(svcs: &Api<Service>, app: &str, exec_id: &str) -
 async fn a_service_of_our_name_that_another_tool_made_is_never_repaired_or_deleted() {
     spark_k8s_native::jni::logs::install();
     let plane = LocalPlane::shared();
-    let app = unique_app_id("foreign");
-    let pods = plane.admin_pods();
-    let svcs = plane.admin_services();
-    create_driver(&pods, &app).await;
+    let DriverApp { app, svcs, .. } = DriverApp::create(plane, "foreign").await;
     let theirs = create_foreign_service(&svcs, &app, "1").await;
     create_foreign_service(&svcs, &app, "2").await;
     let executor_services = Arc::new(driver_services(plane, &app));
@@ -414,10 +415,7 @@ async fn a_service_of_our_name_that_another_tool_made_is_never_repaired_or_delet
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ensure_now_is_synchronous_and_the_informer_sends_no_second_request_for_that_pod() {
     let plane = LocalPlane::shared();
-    let app = unique_app_id("now");
-    let pods = plane.admin_pods();
-    let svcs = plane.admin_services();
-    create_driver(&pods, &app).await;
+    let DriverApp { app, pods, svcs, .. } = DriverApp::create(plane, "now").await;
     let (informer, services) = informer(plane, Identity::Restricted, &app, &[]).await;
     informer.start().unwrap();
     eventually("Synced", Duration::from_secs(30), || async {
@@ -455,10 +453,7 @@ async fn ensure_now_is_synchronous_and_the_informer_sends_no_second_request_for_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_an_informer_gone_executors_reported_by_the_caller_lose_their_service_after_the_cool_down() {
     let plane = LocalPlane::shared();
-    let app = unique_app_id("gone");
-    let pods = plane.admin_pods();
-    let svcs = plane.admin_services();
-    create_driver(&pods, &app).await;
+    let DriverApp { app, svcs, .. } = DriverApp::create(plane, "gone").await;
     let settings =
         services_settings(plane, Identity::Restricted, &app, &[("spark.kubernetes.native.service.deleteAfter", "1s")]);
     let controller = ServiceController::connect(&settings, &app).await.unwrap();
@@ -489,10 +484,7 @@ async fn without_an_informer_gone_executors_reported_by_the_caller_lose_their_se
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_executor_gone_while_its_service_is_still_being_created_loses_it_once_created() {
     let plane = LocalPlane::shared();
-    let app = unique_app_id("race");
-    let pods = plane.admin_pods();
-    let svcs = plane.admin_services();
-    create_driver(&pods, &app).await;
+    let DriverApp { app, svcs, .. } = DriverApp::create(plane, "race").await;
     let cool_down = [("spark.kubernetes.native.service.deleteAfter", "1s")];
     let settings = services_settings_via(plane, Identity::Restricted, Route::Proxy, &app, &cool_down);
     let controller = ServiceController::connect(&settings, &app).await.unwrap();

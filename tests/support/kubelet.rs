@@ -1,47 +1,44 @@
 //! Playing the kubelet: executor pods shaped like the ones Spark creates, and
 //! status patches that walk them through their phases (there is no kubelet on
-//! the local plane; `pods/status` accepts the patches all the same).
+//! the local plane; `pods/status` accepts the patches all the same). The shapes
+//! are `tests/pods/`, which the JVM tests' kubelet reads too.
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use spark_k8s_native::labels::{APP as APP_LABEL, EXEC_ID as EXEC_ID_LABEL, ROLE as ROLE_LABEL};
-pub const EXECUTOR_CONTAINER: &str = "spark-kubernetes-executor";
+const DRIVER_POD: &str = include_str!("../pods/driver-pod.json");
+const EXECUTOR_POD: &str = include_str!("../pods/executor-pod.json");
+const SPARK_EXECUTOR_POD: &str = include_str!("../pods/spark-executor-pod.json");
+const SPARK_EXECUTOR_RUNNING_STATUS: &str = include_str!("../pods/spark-executor-running-status.json");
+const EXECUTOR_STATUSES: &str = include_str!("../pods/executor-statuses.json");
+
+/// A template of `tests/pods/` with its `{{name}}` placeholders replaced, parsed.
+fn render(template: &str, values: &[(&str, &str)]) -> serde_json::Value {
+    let text =
+        values.iter().fold(template.to_string(), |text, (name, value)| text.replace(&format!("{{{{{name}}}}}"), value));
+    serde_json::from_str(&text).expect("tests/pods/ holds JSON")
+}
+
+/// A pod of `tests/pods/`.
+fn render_pod(template: &str, values: &[(&str, &str)]) -> Pod {
+    serde_json::from_value(render(template, values)).expect("tests/pods/ holds pods")
+}
 
 /// The name Spark gives executor `exec_id` of `app_id`.
 pub fn executor_pod_name(app_id: &str, exec_id: u64) -> String {
     format!("{app_id}-exec-{exec_id}")
 }
 
+/// A driver pod named `<app>-driver` that runs nowhere: what owns an app's executor Services.
+pub fn driver_pod(app_id: &str) -> Pod {
+    render_pod(DRIVER_POD, &[("app", app_id)])
+}
+
 /// An executor pod as Spark builds it, reduced to what matters to the informer.
 pub fn executor_pod(app_id: &str, exec_id: u64) -> Pod {
-    serde_json::from_value(json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": executor_pod_name(app_id, exec_id),
-            "labels": {
-                APP_LABEL: app_id,
-                ROLE_LABEL: "executor",
-                EXEC_ID_LABEL: exec_id.to_string(),
-                "spark-resource-profile-id": "0",
-            },
-        },
-        "spec": {
-            "restartPolicy": "Never",
-            "automountServiceAccountToken": false,
-            "containers": [{
-                "name": EXECUTOR_CONTAINER,
-                "image": "spark:4.0.0",
-                "args": ["executor"],
-                "env": [{"name": "SPARK_EXECUTOR_ID", "value": exec_id.to_string()}],
-                "resources": {"requests": {"cpu": "1", "memory": "1408Mi"}},
-            }],
-        },
-    }))
-    .unwrap()
+    render_pod(EXECUTOR_POD, &[("app", app_id), ("exec", &exec_id.to_string())])
 }
 
 pub async fn create_executor(pods: &Api<Pod>, app_id: &str, exec_id: u64) -> kube::Result<Pod> {
@@ -67,89 +64,14 @@ pub async fn create_executors(
 /// JVM benchmark's `ExecutorPodPopulation`: for figures whose cost grows with
 /// the pod's size (time to sync, cache bytes).
 pub fn spark_shaped_executor_pod(app_id: &str, exec_id: u64) -> Pod {
-    let name = executor_pod_name(app_id, exec_id);
-    let env = |k: &str, v: &str| json!({"name": k, "value": v});
-    let field =
-        |k: &str, path: &str| json!({"name": k, "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": path}}});
-    serde_json::from_value(json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "labels": {
-                APP_LABEL: app_id,
-                ROLE_LABEL: "executor",
-                EXEC_ID_LABEL: exec_id.to_string(),
-                "spark-app-name": "benchmark",
-                "spark-exec-resourceprofile-id": "0",
-                "spark-version": "4.2.0",
-            },
-        },
-        "spec": {
-            "hostname": name,
-            "restartPolicy": "Never",
-            "serviceAccountName": "default",
-            "automountServiceAccountToken": false,
-            "enableServiceLinks": false,
-            "containers": [{
-                "name": EXECUTOR_CONTAINER,
-                "image": "apache/spark:4.2.0",
-                "imagePullPolicy": "IfNotPresent",
-                "args": ["executor"],
-                "env": [
-                    env("SPARK_USER", "spark"),
-                    env("SPARK_DRIVER_URL", &format!("spark://CoarseGrainedScheduler@{app_id}-driver-svc.spark.svc:7078")),
-                    env("SPARK_EXECUTOR_CORES", "4"),
-                    env("SPARK_EXECUTOR_MEMORY", "8g"),
-                    env("SPARK_APPLICATION_ID", app_id),
-                    env("SPARK_CONF_DIR", "/opt/spark/conf"),
-                    env("SPARK_EXECUTOR_ID", &exec_id.to_string()),
-                    env("SPARK_RESOURCE_PROFILE_ID", "0"),
-                    field("SPARK_EXECUTOR_POD_IP", "status.podIP"),
-                    field("SPARK_EXECUTOR_POD_NAME", "metadata.name"),
-                    env("SPARK_JAVA_OPT_0", "-Dspark.driver.port=7078"),
-                    env("SPARK_JAVA_OPT_1", "-Dspark.driver.blockManager.port=7079"),
-                    env("SPARK_LOCAL_DIRS", "/var/data/spark-0b6a6f5e-3c2d-4f3e-9a65-0a1f6c2b7d11"),
-                ],
-                "ports": [{"name": "blockmanager", "containerPort": 7079, "protocol": "TCP"}],
-                "resources": {
-                    "requests": {"cpu": "4", "memory": "8601Mi"},
-                    "limits": {"memory": "8601Mi"},
-                },
-                "volumeMounts": [{"name": "spark-local-dir-1", "mountPath": "/var/data/spark-0b6a6f5e"}],
-            }],
-            "volumes": [{"name": "spark-local-dir-1", "emptyDir": {}}],
-        },
-    }))
-    .unwrap()
+    render_pod(SPARK_EXECUTOR_POD, &[("app", app_id), ("exec", &exec_id.to_string())])
 }
 
 /// The `pods/status` a kubelet writes for a running Spark executor, as the
-/// JVM benchmark's pods have it.
+/// JVM benchmark's pods have it: an IP of its own per executor.
 pub fn spark_shaped_running_status(exec_id: u64) -> serde_json::Value {
     let ip = format!("10.244.{}.{}", (exec_id / 250) % 250, exec_id % 250 + 2);
-    let at = "2026-11-29T10:00:00Z";
-    let conditions = ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
-        .map(|t| json!({"type": t, "status": "True", "lastTransitionTime": at}));
-    json!({
-        "phase": "Running",
-        "hostIP": "10.0.0.7",
-        "podIP": ip,
-        "podIPs": [{"ip": ip}],
-        "qosClass": "Burstable",
-        "startTime": at,
-        "conditions": conditions,
-        "containerStatuses": [{
-            "name": EXECUTOR_CONTAINER,
-            "image": "docker.io/apache/spark:4.2.0",
-            "imageID": "docker.io/apache/spark@sha256:5a0f3c3d1f3e2b0c9f7e6d5c4b3a29181716151413121110f0e0d0c0b0a0908",
-            "containerID": "containerd://4f1d2c3b4a5968778695a4b3c2d1e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091",
-            "ready": true,
-            "started": true,
-            "restartCount": 0,
-            "state": {"running": {"startedAt": at}},
-        }],
-    })
+    render(SPARK_EXECUTOR_RUNNING_STATUS, &[("ip", &ip)])
 }
 
 /// Creates Spark-shaped executors `ids`, Running, at most `concurrency` at once.
@@ -186,40 +108,19 @@ pub enum PodPhase {
 
 /// The `pods/status` body the kubelet would write for `phase`.
 pub fn status_for(phase: PodPhase) -> serde_json::Value {
-    let now = "2026-01-01T00:00:00Z";
-    let (phase_name, state, ready) = match phase {
-        PodPhase::Pending => ("Pending", json!({"waiting": {"reason": "ContainerCreating"}}), false),
-        PodPhase::Running => ("Running", json!({"running": {"startedAt": now}}), true),
-        PodPhase::Succeeded => (
-            "Succeeded",
-            json!({"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now}}),
-            false,
-        ),
-        PodPhase::Failed(code) => (
-            "Failed",
-            json!({"terminated": {"exitCode": code, "reason": "Error", "startedAt": now, "finishedAt": now}}),
-            false,
-        ),
-        PodPhase::RunningExited(code) => (
-            "Running",
-            json!({"terminated": {"exitCode": code, "reason": "Error", "startedAt": now, "finishedAt": now}}),
-            false,
-        ),
+    let (name, exit_code) = match phase {
+        PodPhase::Pending => ("Pending", None),
+        PodPhase::Running => ("Running", None),
+        PodPhase::Succeeded => ("Succeeded", Some(0)),
+        PodPhase::Failed(code) => ("Failed", Some(code)),
+        PodPhase::RunningExited(code) => ("RunningExited", Some(code)),
     };
-    json!({
-        "status": {
-            "phase": phase_name,
-            "podIP": "10.244.0.10",
-            "containerStatuses": [{
-                "name": EXECUTOR_CONTAINER,
-                "image": "spark:4.0.0",
-                "imageID": "",
-                "ready": ready,
-                "restartCount": 0,
-                "state": state,
-            }],
-        }
-    })
+    let mut statuses = render(EXECUTOR_STATUSES, &[]);
+    let mut status = statuses[name].take();
+    if let Some(code) = exit_code {
+        status["containerStatuses"][0]["state"]["terminated"]["exitCode"] = json!(code);
+    }
+    json!({ "status": status })
 }
 
 /// Patches the pod's status as the kubelet would.

@@ -1,13 +1,14 @@
 package org.sparkk8snative;
 
-import io.fabric8.kubernetes.api.model.ContainerStatusBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.PodBuilder;
-import io.fabric8.kubernetes.api.model.PodStatusBuilder;
+import io.fabric8.kubernetes.api.model.PodList;
+import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.fabric8.kubernetes.client.dsl.FilterWatchListDeletable;
+import io.fabric8.kubernetes.client.dsl.PodResource;
 import java.io.File;
 import java.io.IOException;
 import java.net.URI;
@@ -349,11 +350,28 @@ public final class TestPlane {
 
   /** The executor pods Spark made for an app, as the apiserver has them now. */
   public List<Pod> executorPods(String appId) {
+    return executorPodsOf(appId).list().getItems();
+  }
+
+  /** The admin's query of an app's executor pods, by Spark's labels: to list, narrow or watch. */
+  public FilterWatchListDeletable<Pod, PodList, PodResource> executorPodsOf(String appId) {
     return admin
         .pods()
         .inNamespace(namespace())
         .withLabel("spark-app-selector", appId)
-        .withLabel("spark-role", "executor")
+        .withLabel("spark-role", "executor");
+  }
+
+  /**
+   * The executor Services made for an app, as the apiserver has them now (a cluster-mode driver's
+   * own headless Service is not one).
+   */
+  public List<Service> executorServices(String appId) {
+    return admin
+        .services()
+        .inNamespace(namespace())
+        .withLabel("spark-app-selector", appId)
+        .withLabel("spark-role", "executor-service")
         .list()
         .getItems();
   }
@@ -368,87 +386,25 @@ public final class TestPlane {
 
   /** A driver pod named {@code <appId>-driver}: what owns an app's executor Services. */
   public Pod createDriver(String appId) {
-    return admin()
+    return admin.pods().inNamespace(namespace()).resource(ExecutorPods.driverPod(appId)).create();
+  }
+
+  /** Creates an executor pod of the app, as Spark would ({@link ExecutorPods#executorPod}). */
+  public Pod createExecutor(String appId, long execId) {
+    return admin
         .pods()
-        .resource(
-            new io.fabric8.kubernetes.api.model.PodBuilder()
-                .withNewMetadata()
-                .withName(appId + "-driver")
-                .addToLabels("spark-role", "driver")
-                .endMetadata()
-                .withNewSpec()
-                .addNewContainer()
-                .withName("driver")
-                .withImage("spark:4.2.0")
-                .endContainer()
-                .endSpec()
-                .build())
+        .inNamespace(namespace())
+        .resource(ExecutorPods.executorPod(appId, execId))
         .create();
   }
 
-  public Pod createExecutor(String appId, long execId) {
-    Pod pod =
-        new PodBuilder()
-            .withNewMetadata()
-            .withName(podName(appId, execId))
-            .addToLabels("spark-app-selector", appId)
-            .addToLabels("spark-role", "executor")
-            .addToLabels("spark-exec-id", Long.toString(execId))
-            .endMetadata()
-            .withNewSpec()
-            .withRestartPolicy("Never")
-            .withAutomountServiceAccountToken(false)
-            .addNewContainer()
-            .withName("spark-kubernetes-executor")
-            .withImage("spark:4.0.0")
-            .endContainer()
-            .endSpec()
-            .build();
-    return admin.pods().inNamespace(namespace()).resource(pod).create();
-  }
-
   /**
-   * Sets the pod's phase as the kubelet would; {@code exitCode} is used for Failed and Succeeded.
+   * Sets the pod's phase as the kubelet would ({@link ExecutorPods#status}); {@code exitCode} is
+   * used for Failed and Succeeded.
    */
   public Pod setPhase(String podName, String phase, int exitCode) {
-    ContainerStatusBuilder status =
-        new ContainerStatusBuilder()
-            .withName("spark-kubernetes-executor")
-            .withImage("spark:4.0.0")
-            .withImageID("")
-            .withRestartCount(0)
-            .withReady("Running".equals(phase));
-    switch (phase) {
-      case "Running" ->
-          status
-              .withNewState()
-              .withNewRunning()
-              .withStartedAt("2026-01-01T00:00:00Z")
-              .endRunning()
-              .endState();
-      case "Pending" ->
-          status
-              .withNewState()
-              .withNewWaiting()
-              .withReason("ContainerCreating")
-              .endWaiting()
-              .endState();
-      default ->
-          status
-              .withNewState()
-              .withNewTerminated()
-              .withExitCode(exitCode)
-              .withReason(exitCode == 0 ? "Completed" : "Error")
-              .endTerminated()
-              .endState();
-    }
     Pod pod = admin.pods().inNamespace(namespace()).withName(podName).get();
-    pod.setStatus(
-        new PodStatusBuilder()
-            .withPhase(phase)
-            .withPodIP("10.244.0.10")
-            .withContainerStatuses(status.build())
-            .build());
+    pod.setStatus(ExecutorPods.status(phase, exitCode));
     return admin.pods().inNamespace(namespace()).resource(pod).updateStatus();
   }
 

@@ -46,6 +46,15 @@ async fn wait_for(
     .await
 }
 
+/// The driver's informer of an app (restricted identity, direct route, default settings), started
+/// and synced.
+async fn synced_informer(plane: &LocalPlane, app: &str) -> Arc<ExecutorPodInformer> {
+    let informer = informer(plane, Identity::Restricted, Route::Direct, app, &[]).await;
+    informer.start().unwrap();
+    wait_synced(&informer).await;
+    informer
+}
+
 async fn wait_synced(informer: &ExecutorPodInformer) -> HealthReport {
     wait_for(informer, "Synced", Duration::from_secs(60), |h| h.state == SyncState::Synced).await
 }
@@ -110,9 +119,7 @@ async fn every_change_arrives_in_order_and_the_cache_equals_a_list() {
     let pods = plane.admin_pods();
     // One pod exists before start: the first snapshot, not an event, carries it.
     kubelet::create_executor(&pods, &app, 0).await.unwrap();
-    let informer = informer(plane, Identity::Restricted, Route::Direct, &app, &[]).await;
-    informer.start().unwrap();
-    wait_synced(&informer).await;
+    let informer = synced_informer(plane, &app).await;
     assert_eq!(cache_view(&informer).len(), 1);
     let (received, consumer) = consume(informer.clone());
 
@@ -193,9 +200,7 @@ async fn an_apiserver_restart_resumes_the_watch_without_relisting() {
     // Served by etcd, a watch resumes from its resourceVersion across a restart.
     let plane = LocalPlane::start_with(PlaneOptions { watch_cache: false, ..Default::default() });
     let app = unique_app_id("restart");
-    let informer = informer(&plane, Identity::Restricted, Route::Direct, &app, &[]).await;
-    informer.start().unwrap();
-    wait_synced(&informer).await;
+    let informer = synced_informer(&plane, &app).await;
     let (received, consumer) = consume(informer.clone());
     let connects_before = informer.health().watch_connects;
     plane.restart_apiserver();
@@ -222,9 +227,7 @@ async fn with_the_watch_cache_an_apiserver_restart_costs_exactly_one_relist() {
     let app = unique_app_id("restartcache");
     let pods = plane.admin_pods();
     kubelet::create_executors(&pods, &app, 0..3, 3).await.unwrap();
-    let informer = informer(&plane, Identity::Restricted, Route::Direct, &app, &[]).await;
-    informer.start().unwrap();
-    wait_synced(&informer).await;
+    let informer = synced_informer(&plane, &app).await;
     plane.restart_apiserver();
     kubelet::create_executor(&pods, &app, 3).await.unwrap();
     eventually("the pod created after the restart in the cache", Duration::from_secs(30), || async {
@@ -503,9 +506,7 @@ fn stop_leaves_no_task_behind() {
     let app = unique_app_id("tasks");
     runtime.block_on(async {
         let baseline = tokio::runtime::Handle::current().metrics().num_alive_tasks();
-        let informer = informer(plane, Identity::Restricted, Route::Direct, &app, &[]).await;
-        informer.start().unwrap();
-        wait_synced(&informer).await;
+        let informer = synced_informer(plane, &app).await;
         assert!(tokio::runtime::Handle::current().metrics().num_alive_tasks() > baseline);
         informer.stop().await;
         drop(informer);
@@ -523,9 +524,7 @@ async fn a_stalled_consumer_still_sees_every_failure_before_its_deletion() {
     let plane = LocalPlane::shared();
     let app = unique_app_id("stall");
     let pods = plane.admin_pods();
-    let informer = informer(plane, Identity::Restricted, Route::Direct, &app, &[]).await;
-    informer.start().unwrap();
-    wait_synced(&informer).await;
+    let informer = synced_informer(plane, &app).await;
     kubelet::create_executors(&pods, &app, 0..4, 4).await.unwrap();
     // Executor 4 is deleted as Spark deletes a running executor: on a node, so the deletion is
     // graceful and the pod stays, Running with a deletionTimestamp, until its kubelet reports the
@@ -585,9 +584,7 @@ async fn a_full_snapshot_never_overtakes_a_change_the_consumer_has_not_handed_on
     let plane = LocalPlane::shared();
     let app = unique_app_id("overtake");
     let pods = plane.admin_pods();
-    let informer = informer(plane, Identity::Restricted, Route::Direct, &app, &[]).await;
-    informer.start().unwrap();
-    wait_synced(&informer).await;
+    let informer = synced_informer(plane, &app).await;
     kubelet::create_executors(&pods, &app, 0..3, 3).await.unwrap();
     wait_for(&informer, "three pods", Duration::from_secs(20), |h| h.cache_size == 3).await;
     let take_all = || {

@@ -9,7 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
-import java.util.HashMap;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -79,7 +79,7 @@ class NativeInformerContractTest {
   @Test
   void manyThreadsAtOnceNeitherCrashNorLeak() throws Exception {
     int before = NativeInformer.openInformers();
-    List<CompletableFuture<Void>> all = new java.util.ArrayList<>();
+    List<CompletableFuture<Void>> all = new ArrayList<>();
     for (int i = 0; i < 8; i++) {
       all.add(
           CompletableFuture.runAsync(
@@ -98,50 +98,67 @@ class NativeInformerContractTest {
     assertEquals(before, NativeInformer.openInformers());
   }
 
+  /** A setting's value that must be refused, with the key named; {@code what} tells cases apart. */
+  private record BadValue(String key, String value, String what) {
+    BadValue(String key, String value) {
+      this(key, value, "");
+    }
+
+    @Override
+    public String toString() {
+      return key + (what.isEmpty() ? "" : " (" + what + ")");
+    }
+  }
+
   @Test
   void badInputIsRefusedWithTheKeyNamed() throws Exception {
     Path unreadable = Files.createTempFile("token", "");
     Files.setPosixFilePermissions(unreadable, PosixFilePermissions.fromString("---------"));
     Path token = Files.createTempFile("token", "");
     Files.writeString(token, "abc");
-    Map<String, String[]> cases = new HashMap<>();
-    cases.put("spark.master", new String[] {"spark.master", "k8s://not a url"});
-    cases.put("spark.master (not k8s)", new String[] {"spark.master", "yarn"});
+    Path garbageCa = Files.createTempFile("ca", ".crt");
+    Files.writeString(garbageCa, "this is not a certificate");
+    Path emptyToken = Files.createTempFile("token", "");
+    List<BadValue> cases = new ArrayList<>();
+    cases.add(new BadValue("spark.master", "k8s://not a url"));
+    cases.add(new BadValue("spark.master", "yarn", "not k8s"));
     // listerPollingInterval is read by the Java lister source from SparkConf, with Spark's own
     // parser.
-    cases.put(
-        "spark.kubernetes.native.informer.initialListTimeout",
-        new String[] {"spark.kubernetes.native.informer.initialListTimeout", "-5s"});
-    cases.put(
-        "spark.kubernetes.executor.missingPodDetectDelta",
-        new String[] {"spark.kubernetes.executor.missingPodDetectDelta", "soon"});
-    cases.put(
-        "spark.kubernetes.namespace",
-        new String[] {"spark.kubernetes.namespace", "Not_A_Namespace"});
-    cases.put(
-        "spark.kubernetes.trust.certificates",
-        new String[] {"spark.kubernetes.trust.certificates", "maybe"});
+    cases.add(new BadValue("spark.kubernetes.native.informer.initialListTimeout", "-5s"));
+    cases.add(new BadValue("spark.kubernetes.executor.missingPodDetectDelta", "soon"));
+    cases.add(
+        new BadValue(
+            "spark.kubernetes.executor.missingPodDetectDelta", "99999999999999d", "absurd"));
+    cases.add(new BadValue("spark.kubernetes.namespace", "Not_A_Namespace"));
+    cases.add(new BadValue("spark.kubernetes.namespace", "n".repeat(10_000_000), "huge"));
+    cases.add(new BadValue("spark.kubernetes.namespace", "spark\uD800", "lone surrogate"));
+    cases.add(new BadValue("spark.kubernetes.trust.certificates", "maybe"));
     boolean root = "root".equals(System.getProperty("user.name"));
     if (!root) { // root reads any file
-      cases.put(
-          "spark.kubernetes.authenticate.oauthTokenFile",
-          new String[] {"spark.kubernetes.authenticate.oauthTokenFile", unreadable.toString()});
+      cases.add(
+          new BadValue("spark.kubernetes.authenticate.oauthTokenFile", unreadable.toString()));
     }
-    cases.put(
-        "spark.kubernetes.authenticate.oauthTokenFile (missing)",
-        new String[] {"spark.kubernetes.authenticate.oauthTokenFile", "/nonexistent/token"});
-    cases.put(
-        "spark.kubernetes.authenticate.caCertFile",
-        new String[] {"spark.kubernetes.authenticate.caCertFile", "/nonexistent/ca.crt"});
-    for (Map.Entry<String, String[]> c : cases.entrySet()) {
+    cases.add(
+        new BadValue(
+            "spark.kubernetes.authenticate.oauthTokenFile", "/nonexistent/token", "missing"));
+    cases.add(
+        new BadValue(
+            "spark.kubernetes.authenticate.oauthTokenFile", emptyToken.toString(), "empty"));
+    cases.add(new BadValue("spark.kubernetes.authenticate.caCertFile", "/nonexistent/ca.crt"));
+    cases.add(
+        new BadValue("spark.kubernetes.authenticate.caCertFile", garbageCa.toString(), "garbage"));
+    for (BadValue c : cases) {
       Map<String, String> conf = plane.sparkConf(false);
-      conf.put(c.getValue()[0], c.getValue()[1]);
-      IllegalArgumentException e =
+      conf.put(c.key(), c.value());
+      IllegalArgumentException refused =
           assertThrows(
               IllegalArgumentException.class,
               () -> NativeInformer.create(conf, "spark-app"),
-              c.getKey());
-      assertTrue(e.getMessage().startsWith(c.getValue()[0]), c.getKey() + " -> " + e.getMessage());
+              c.toString());
+      String message = refused.getMessage();
+      assertTrue(
+          message.startsWith(c.key()),
+          c + " -> " + message.substring(0, Math.min(200, message.length())));
     }
 
     Map<String, String> both = plane.sparkConf(false);
@@ -152,37 +169,6 @@ class NativeInformerContractTest {
             IllegalArgumentException.class, () -> NativeInformer.create(both, "spark-app"));
     assertTrue(e.getMessage().contains("oauthToken"), e.getMessage());
     assertTrue(!e.getMessage().contains("secret-token-value"), "the token must not be echoed");
-
-    Path garbageCa = Files.createTempFile("ca", ".crt");
-    Files.writeString(garbageCa, "this is not a certificate");
-    Path emptyToken = Files.createTempFile("token", "");
-    Map<String, String[]> files =
-        Map.of(
-            "garbage CA",
-                new String[] {"spark.kubernetes.authenticate.caCertFile", garbageCa.toString()},
-            "empty token file",
-                new String[] {
-                  "spark.kubernetes.authenticate.oauthTokenFile", emptyToken.toString()
-                },
-            "huge namespace", new String[] {"spark.kubernetes.namespace", "n".repeat(10_000_000)},
-            "lone surrogate", new String[] {"spark.kubernetes.namespace", "spark\uD800"},
-            "absurd duration",
-                new String[] {
-                  "spark.kubernetes.executor.missingPodDetectDelta", "99999999999999d"
-                });
-    for (Map.Entry<String, String[]> c : files.entrySet()) {
-      Map<String, String> conf = plane.sparkConf(false);
-      conf.put(c.getValue()[0], c.getValue()[1]);
-      IllegalArgumentException refused =
-          assertThrows(
-              IllegalArgumentException.class,
-              () -> NativeInformer.create(conf, "spark-app"),
-              c.getKey());
-      String message = refused.getMessage();
-      assertTrue(
-          message.startsWith(c.getValue()[0]),
-          c.getKey() + " -> " + message.substring(0, Math.min(200, message.length())));
-    }
 
     for (String appId :
         new String[] {

@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Predicate;
 import org.apache.logging.log4j.Level;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.core.LogEvent;
@@ -48,46 +49,45 @@ class NativeLogBridgeTest {
     context.updateLoggers();
   }
 
+  /** An informer on the shared plane, started, for an app of its own. */
+  private static NativeInformer startedInformer(String appPrefix) {
+    NativeInformer informer =
+        NativeInformer.create(TestPlane.get().sparkConf(false), TestPlane.uniqueAppId(appPrefix));
+    informer.start();
+    return informer;
+  }
+
+  /** Waits up to 10 s for a captured record that {@code record} accepts. */
+  private void awaitRecord(String what, Predicate<LogEvent> record) {
+    eventually(what, Duration.ofSeconds(10), () -> events.stream().anyMatch(record));
+  }
+
   @Test
   void rustRecordsReachLog4jWithTheirModuleAndLevel() throws InterruptedException {
-    TestPlane plane = TestPlane.get();
-    try (NativeInformer informer =
-        NativeInformer.create(plane.sparkConf(false), TestPlane.uniqueAppId("logs"))) {
-      informer.start();
-      eventually(
+    try (NativeInformer informer = startedInformer("logs")) {
+      awaitRecord(
           "the informer's INFO record in log4j",
-          Duration.ofSeconds(10),
-          () ->
-              events.stream()
-                  .anyMatch(
-                      e ->
-                          e.getLoggerName()
-                                  .equals("org.sparkk8snative.native.spark_k8s_native.informer")
-                              && e.getLevel() == Level.INFO
-                              && e.getMessage()
-                                  .getFormattedMessage()
-                                  .contains("executor pod informer started")));
+          e ->
+              e.getLoggerName().equals("org.sparkk8snative.native.spark_k8s_native.informer")
+                  && e.getLevel() == Level.INFO
+                  && e.getMessage()
+                      .getFormattedMessage()
+                      .contains("executor pod informer started"));
     }
     // The most verbose level too: no token in any record.
     Configurator.setLevel(NativeLogBridge.LOGGER_PREFIX, Level.TRACE);
     context.updateLoggers();
     Thread.sleep(1_000); // the bridge passes the level to the native side within half a second
-    try (NativeInformer informer =
-        NativeInformer.create(plane.sparkConf(false), TestPlane.uniqueAppId("trace"))) {
-      informer.start();
+    try (NativeInformer informer = startedInformer("trace")) {
       eventually(
           "synced",
           Duration.ofSeconds(30),
           () -> informer.health().state() == InformerHealth.State.SYNCED);
-      eventually(
+      awaitRecord(
           "DEBUG records at TRACE level",
-          Duration.ofSeconds(10),
-          () ->
-              events.stream()
-                  .anyMatch(
-                      e ->
-                          e.getLoggerName().startsWith("org.sparkk8snative.native")
-                              && e.getLevel() == Level.DEBUG));
+          e ->
+              e.getLoggerName().startsWith("org.sparkk8snative.native")
+                  && e.getLevel() == Level.DEBUG);
     }
     Configurator.setLevel(NativeLogBridge.LOGGER_PREFIX, Level.INFO);
     context.updateLoggers();

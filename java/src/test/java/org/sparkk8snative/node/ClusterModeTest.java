@@ -44,7 +44,6 @@ import java.util.stream.Stream;
 import org.apache.spark.SparkConf;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.sparkk8snative.NativeLibrary;
@@ -63,9 +62,8 @@ import scala.Tuple2;
  * Spark Operator example (docs/examples/spark-application.yaml) does, the same for the Spark 3.5
  * artifact on Spark 3.5, and the jar baked into the image's jars/ folder.
  */
-@Tag("node")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class ClusterModeTest {
+class ClusterModeTest extends NodeTest {
   private static final long ROWS = 2_000_000;
   private static final int KEYS = 100;
   private static final int EXECUTORS = 2;
@@ -92,8 +90,6 @@ class ClusterModeTest {
   private static final List<String> STORE_VERBS =
       List.of("get", "list", "create", "delete", "deletecollection");
 
-  private final ProcessNode node = ProcessNode.get();
-  private final TestPlane plane = node.plane();
   private final KubernetesClient kube = plane.admin();
   private final String ns = plane.namespace();
   private final String serviceAccount = TestPlane.uniqueAppId("cm-driver");
@@ -594,7 +590,7 @@ class ClusterModeTest {
         "Spark to delete its executor pods on stop",
         Duration.ofSeconds(60),
         () -> plane.executorPods(appId).isEmpty());
-    int servicesLeft = executorServices(appId).size();
+    int servicesLeft = plane.executorServices(appId).size();
     String driverUid = ended.getMetadata().getUid();
     long deleted = System.nanoTime();
     plane.deletePod(run.driverPod());
@@ -626,16 +622,6 @@ class ClusterModeTest {
         "cluster mode, native sources: token lifetime %d s; after the app: %d executor Services"
             + " left, garbage-collected %d ms after the driver pod was deleted%n",
         tokenLifetime, servicesLeft, collectedMillis);
-  }
-
-  /** The app's executor Services (its driver's own headless Service is not one). */
-  private List<Service> executorServices(String appId) {
-    return kube.services()
-        .inNamespace(ns)
-        .withLabel("spark-app-selector", appId)
-        .withLabel("spark-role", "executor-service")
-        .list()
-        .getItems();
   }
 
   /** Everything in the namespace that names the pod as its owner (pods, Services, ConfigMaps). */
@@ -823,7 +809,7 @@ class ClusterModeTest {
     String driverUid = driver.getMetadata().getUid();
 
     List<Pod> executors = plane.executorPods(appId);
-    List<Service> services = executorServices(appId);
+    List<Service> services = plane.executorServices(appId);
     assertEquals(EXECUTORS, executors.size());
     assertEquals(EXECUTORS, services.size(), "one Service per executor");
     for (HasMetadata each : Stream.concat(executors.stream(), services.stream()).toList()) {
@@ -850,7 +836,7 @@ class ClusterModeTest {
           if (goneMillis[0] < 0 && plane.executorPods(appId).isEmpty()) {
             goneMillis[0] = millisSince(deleted);
           }
-          if (goneMillis[1] < 0 && executorServices(appId).isEmpty()) {
+          if (goneMillis[1] < 0 && plane.executorServices(appId).isEmpty()) {
             goneMillis[1] = millisSince(deleted);
           }
           return goneMillis[0] >= 0 && goneMillis[1] >= 0;

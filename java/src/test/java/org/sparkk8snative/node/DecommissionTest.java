@@ -26,7 +26,6 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.storage.RDDInfo;
 import org.apache.spark.storage.StorageLevel;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkk8snative.ExecutorServiceNames;
 import org.sparkk8snative.TestPlane;
@@ -39,15 +38,10 @@ import org.sparkk8snative.TestPlane;
  * cached partitions stay cached, the loss is no failure, and with the native allocator the pod's
  * Service follows the cleanup rule ({@code spark.kubernetes.native.service.deleteAfter}).
  */
-@Tag("node")
-class DecommissionTest {
+class DecommissionTest extends NodeTest {
   private static final int EXECUTORS = 2;
   private static final int PARTITIONS = 8;
   private static final long ROWS = 2_000_000;
-  private static final int KEYS = 100;
-
-  private final ProcessNode node = ProcessNode.get();
-  private final TestPlane plane = node.plane();
 
   /**
    * How much later than with Spark's own sources the native ones may make Spark remove the executor
@@ -130,7 +124,8 @@ class DecommissionTest {
               .selectExpr("id", "id * 2 AS twice")
               .persist(StorageLevel.MEMORY_ONLY());
       assertEquals(ROWS, cached.count());
-      Dataset<Row> grouped = cached.selectExpr("id % " + KEYS + " AS k").groupBy("k").count();
+      Dataset<Row> grouped =
+          cached.selectExpr("id % " + ShuffleJob.KEYS + " AS k").groupBy("k").count();
       assertRight(grouped.collectAsList());
 
       // The victim holds both kinds of blocks: each executor ran tasks of both jobs.
@@ -205,8 +200,7 @@ class DecommissionTest {
   }
 
   private static void assertRight(List<Row> counts) {
-    assertEquals(KEYS, counts.size(), "groups");
-    counts.forEach(row -> assertEquals(ROWS / KEYS, row.getLong(1), "rows of " + row.get(0)));
+    assertEveryKeyCounted(counts, ROWS, ShuffleJob.KEYS, "the job over the shuffle");
   }
 
   /**

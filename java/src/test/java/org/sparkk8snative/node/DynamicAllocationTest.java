@@ -22,7 +22,6 @@ import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsLifecycleManager;
 import org.apache.spark.scheduler.cluster.k8s.PodDeleted;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkk8snative.TestPlane;
 import scala.jdk.javaapi.CollectionConverters;
@@ -34,8 +33,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * is removed by missing-pod detection or counted as failed; the executor pods and their Services
  * return to the minimum.
  */
-@Tag("node")
-class DynamicAllocationTest {
+class DynamicAllocationTest extends NodeTest {
   private static final int MIN_EXECUTORS = 1;
   private static final int MAX_EXECUTORS = 3;
   private static final int TASKS = 12;
@@ -58,9 +56,6 @@ class DynamicAllocationTest {
    * 30 s a source that delivered only on lister rounds would add.
    */
   private static final long SCALE_UP_SLACK_MS = 15_000;
-
-  private final ProcessNode node = ProcessNode.get();
-  private final TestPlane plane = node.plane();
 
   /**
    * What one app saw: the most executors alive at once, the executor ids Spark registered, the
@@ -181,7 +176,7 @@ class DynamicAllocationTest {
       TestPlane.eventually(
           "the Services of released executors to be deleted",
           Duration.ofSeconds(60),
-          () -> services(appId) == (nativeSources ? MIN_EXECUTORS : 0));
+          () -> plane.executorServices(appId).size() == (nativeSources ? MIN_EXECUTORS : 0));
       Set<String> podsGone = new TreeSet<>(podsEver);
       plane.executorPods(appId).forEach(p -> podsGone.remove(podName(p)));
       TestPlane.eventually(
@@ -197,22 +192,10 @@ class DynamicAllocationTest {
           Map.copyOf(removalReasons),
           SparkBackendParts.of(sc, ExecutorPodsLifecycleManager.class).getNumExecutorsFailed(),
           plane.executorPods(appId).size(),
-          services(appId),
+          plane.executorServices(appId).size(),
           upAt[0] < 0 ? -1 : (upAt[0] - began) / 1_000_000,
           (downAt - jobDone) / 1_000_000);
     }
-  }
-
-  private int services(String appId) {
-    return plane
-        .admin()
-        .services()
-        .inNamespace(plane.namespace())
-        .withLabel("spark-app-selector", appId)
-        .withLabel("spark-role", "executor-service")
-        .list()
-        .getItems()
-        .size();
   }
 
   @Test

@@ -33,7 +33,6 @@ import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsAllocator;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsLifecycleManager;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 import org.sparkk8snative.TestPlane;
@@ -55,8 +54,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * every loss is checked and reported together, so that one run of several minutes names all that
  * differ.
  */
-@Tag("node")
-class ExecutorFailuresTest {
+class ExecutorFailuresTest extends NodeTest {
   private static final long ROWS = Long.getLong("failures.rows", 8_000_000L);
   private static final int KEYS = 1000;
   private static final int EXECUTORS = 2;
@@ -81,9 +79,6 @@ class ExecutorFailuresTest {
   /** The failures each kind of victim must count toward {@code spark.executor.maxNumFailures}. */
   private static final Map<String, Integer> FAILURES_PER_LOSS =
       Map.of("OOM-killed", 1, "pod deleted", 0, "SIGKILL", 1, "hung (SIGSTOP)", 0);
-
-  private final ProcessNode node = ProcessNode.get();
-  private final TestPlane plane = node.plane();
 
   /**
    * What one failure did, counted from its start to its replacement's registration: how Spark
@@ -214,10 +209,7 @@ class ExecutorFailuresTest {
         long began = System.nanoTime();
         failure.getValue().accept(victim, victimPod);
         List<Row> rows = job.get(5, TimeUnit.MINUTES);
-        assertEquals(KEYS, rows.size(), failure.getKey() + ": groups");
-        for (Row row : rows) {
-          assertEquals(ROWS / KEYS, row.getLong(1), failure.getKey() + ": rows of " + row.get(0));
-        }
+        assertEveryKeyCounted(rows, ROWS, KEYS, failure.getKey());
         TestPlane.eventually(
             "Spark to remove executor " + victim + " (" + failure.getKey() + ")",
             Duration.ofSeconds(60),
@@ -278,11 +270,7 @@ class ExecutorFailuresTest {
    */
   private Watch watchPodEndings(String appId, Map<String, Long> endedAt) {
     return plane
-        .admin()
-        .pods()
-        .inNamespace(plane.namespace())
-        .withLabel("spark-app-selector", appId)
-        .withLabel("spark-role", "executor")
+        .executorPodsOf(appId)
         .watch(
             new Watcher<Pod>() {
               @Override

@@ -8,7 +8,6 @@ import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.SparkContext;
 import org.apache.spark.SparkExecutorInfo;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkk8snative.ExecutorServiceNames;
 import org.sparkk8snative.TestPlane;
@@ -20,11 +19,7 @@ import org.sparkk8snative.TestPlane;
  * a Service without endpoints), where a connection to its old pod IP, dropped as a routed
  * multi-node network drops it, waits out the whole connect timeout.
  */
-@Tag("node")
-class ExecutorServicesOnTheNodeTest {
-
-  private final ProcessNode node = ProcessNode.get();
-  private final TestPlane plane = node.plane();
+class ExecutorServicesOnTheNodeTest extends NodeTest {
 
   @Test
   void peersFetchThroughExecutorServicesAndAGoneExecutorsServiceRefusesAtOnce()

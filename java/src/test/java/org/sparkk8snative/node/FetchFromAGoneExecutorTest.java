@@ -22,7 +22,6 @@ import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.scheduler.SparkListenerTaskStart;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkk8snative.ExecutorServiceNames;
 import org.sparkk8snative.TestPlane;
@@ -40,24 +39,19 @@ import org.sparkk8snative.TestPlane;
  * <p>Quick by default (1 retry, a 20 s connect timeout); {@code -Dfetch.sparkDefaults=true} runs
  * Spark's defaults (3 retries, 120 s), about 6 minutes for the legacy case.
  */
-@Tag("node")
-class FetchFromAGoneExecutorTest {
+class FetchFromAGoneExecutorTest extends NodeTest {
   private static final boolean SPARK_DEFAULTS = Boolean.getBoolean("fetch.sparkDefaults");
   private static final int RETRIES = SPARK_DEFAULTS ? 3 : 1;
   private static final int CONNECT_TIMEOUT_SECONDS = SPARK_DEFAULTS ? 120 : 20;
   private static final int RETRY_WAIT_SECONDS = 5; // Spark's default
   private static final int MAP_TASKS = 4;
   private static final long ROWS = 400_000;
-  private static final int KEYS = 100;
 
   /** How long the peer's last map task sleeps: the victim is frozen meanwhile. */
   private static final long LAST_MAP_TASK_MILLIS = 6_000;
 
   /** How long the reducers fetch from the frozen victim before it is killed. */
   private static final long FROZEN_MILLIS = 2_000;
-
-  private final ProcessNode node = ProcessNode.get();
-  private final TestPlane plane = node.plane();
 
   /**
    * The job's time; from the kill, the first fetch failure of any task (what makes Spark resubmit
@@ -167,7 +161,7 @@ class FetchFromAGoneExecutorTest {
             spark
                 .range(0, ROWS, 1, MAP_TASKS)
                 .selectExpr(
-                    "id % " + KEYS + " AS k",
+                    "id % " + ShuffleJob.KEYS + " AS k",
                     // The last partition's first row sleeps: its task ends last, on the peer.
                     "IF(id = "
                         + (ROWS / MAP_TASKS) * (MAP_TASKS - 1)
@@ -181,8 +175,7 @@ class FetchFromAGoneExecutorTest {
                 .collectAsList();
         long jobMillis = (System.nanoTime() - began) / 1_000_000;
         freezeThenKill.get(1, TimeUnit.MINUTES);
-        assertEquals(KEYS, counts.size(), "groups");
-        counts.forEach(row -> assertEquals(ROWS / KEYS, row.getLong(1), "rows of " + row.get(0)));
+        assertEveryKeyCounted(counts, ROWS, ShuffleJob.KEYS, "the job");
         // Spark does not wait for the peer's task: the loss unregisters the victim's map output,
         // the first task to miss it fails at once and the stage is resubmitted, so the job may end
         // while the peer's task still waits on its fetch (holding its core), which the stage's end

@@ -13,7 +13,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.SparkContext;
 import org.apache.spark.SparkExecutorInfo;
 import org.apache.spark.sql.SparkSession;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkk8snative.ExecutorServiceNames;
 import org.sparkk8snative.TestPlane;
@@ -26,11 +25,7 @@ import org.sparkk8snative.TestPlane;
  * results above {@code spark.task.maxDirectResultSize} are fetched from the executor's block
  * manager by its advertised name.
  */
-@Tag("node")
-class NamespacedServiceNamesOnTheNodeTest {
-  private final ProcessNode node = ProcessNode.get();
-  private final TestPlane plane = node.plane();
-
+class NamespacedServiceNamesOnTheNodeTest extends NodeTest {
   @Test
   void executorsAdvertiseTheNamespacedNameAndPeersAndTheDriverFetchThroughIt() {
     try (NodeJob job =

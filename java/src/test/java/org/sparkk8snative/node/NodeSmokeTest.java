@@ -22,7 +22,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkk8snative.TestPlane;
 
@@ -31,11 +30,9 @@ import org.sparkk8snative.TestPlane;
  * that reaches a pod (kube-proxy), container logs through the apiserver, a memory limit the kernel
  * enforces (exit 137, OOMKilled), and graceful deletion (SIGTERM, SIGKILL after the grace period).
  */
-@Tag("node")
-class NodeSmokeTest {
-  private final ProcessNode node = ProcessNode.get();
-  private final KubernetesClient kube = node.plane().admin();
-  private final String ns = node.plane().namespace();
+class NodeSmokeTest extends NodeTest {
+  private final KubernetesClient kube = plane.admin();
+  private final String ns = plane.namespace();
   private final List<String> created = new CopyOnWriteArrayList<>();
 
   @AfterEach

@@ -14,7 +14,6 @@ import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.sparkk8snative.AuditLog;
 import org.sparkk8snative.NativeInformer;
@@ -25,10 +24,8 @@ import org.sparkk8snative.TestPlane;
  * master, executors that are processes of Spark's image on the node, and a groupBy whose shuffle
  * crosses them. Once with the native allocator and informer, once with Spark's own sources.
  */
-@Tag("node")
-class RealSparkJobTest {
+class RealSparkJobTest extends NodeTest {
   private static final long ROWS = 3_000_000;
-  private static final int KEYS = 100;
   private static final int EXECUTORS = 2;
 
   /**
@@ -38,9 +35,6 @@ class RealSparkJobTest {
    * A source that delivered the pods' start only on a lister round would add up to 30 s.
    */
   private static final long REGISTRATION_SLACK_MS = 10_000;
-
-  private final ProcessNode node = ProcessNode.get();
-  private final TestPlane plane = node.plane();
 
   /**
    * One driver's run: when its executors registered, and the job's time the first time (a cold JVM:
@@ -91,11 +85,9 @@ class RealSparkJobTest {
       long[] millis = new long[2];
       for (int run = 0; run < millis.length; run++) {
         long jobBegan = System.nanoTime();
-        List<Row> counts = ShuffleJob.countByKey(spark, ROWS, 6, KEYS);
+        List<Row> counts = ShuffleJob.countByKey(spark, ROWS, 6, ShuffleJob.KEYS);
         millis[run] = (System.nanoTime() - jobBegan) / 1_000_000;
-        assertEquals(KEYS, counts.size());
-        assertEquals(
-            0, ShuffleJob.wrongKeys(counts, ROWS, KEYS), "keys not counted " + ROWS / KEYS);
+        assertEveryKeyCounted(counts, ROWS, ShuffleJob.KEYS, "run " + (run + 1));
       }
       TestPlane.eventually(
           "the shuffle's stage metrics", Duration.ofSeconds(10), () -> shuffleBytes.get() > 0);
@@ -135,7 +127,7 @@ class RealSparkJobTest {
                 EXECUTORS,
                 run.registeredMillis(),
                 ROWS,
-                KEYS,
+                ShuffleJob.KEYS,
                 run.jobMillis(),
                 run.firstJobMillis(),
                 run.shuffleBytes(),

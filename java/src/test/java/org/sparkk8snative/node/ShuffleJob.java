@@ -10,6 +10,9 @@ import org.apache.spark.sql.SparkSession;
  * nothing of the tests but Spark.
  */
 final class ShuffleJob {
+  /** The keys a test's groupBy counts by, unless it needs more. */
+  static final int KEYS = 100;
+
   private ShuffleJob() {}
 
   /**

@@ -316,14 +316,7 @@ final class ChaosInvariants {
 
   private Map<Long, List<String>> servicesByExecutor() {
     Map<Long, List<String>> byExecutor = new HashMap<>();
-    for (Service s :
-        plane
-            .admin()
-            .services()
-            .withLabel("spark-app-selector", app)
-            .withLabel("spark-role", "executor-service")
-            .list()
-            .getItems()) {
+    for (Service s : plane.executorServices(app)) {
       long id = Long.parseLong(s.getMetadata().getLabels().get("spark-exec-id"));
       byExecutor.computeIfAbsent(id, k -> new ArrayList<>()).add(s.getMetadata().getName());
     }

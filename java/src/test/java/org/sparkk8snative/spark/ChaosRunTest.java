@@ -58,6 +58,7 @@ import org.sparkk8snative.spark.ChaosFaults.Kind;
  * (their timing follows the machine); {@code -Dchaos.seconds=N} runs longer (the minimum set of
  * faults always runs, then random ones until the time is up).
  */
+@Timeout(value = 30, unit = TimeUnit.MINUTES)
 class ChaosRunTest {
   private static final long SEED = Long.getLong("chaos.seed", System.currentTimeMillis());
   private static final int SECONDS = Integer.getInteger("chaos.seconds", 60);
@@ -115,28 +116,24 @@ class ChaosRunTest {
   }
 
   @Test
-  @Timeout(value = 30, unit = TimeUnit.MINUTES)
   void withoutTheWatchCacheTheNativeSourcesKeepSparksStoreRightThroughChurnAndFaults()
       throws Exception {
     run(new ChaosConfig(false, SHORT_WATCH_LISTER_INTERVAL_MS, SHORT_WATCH_STALE_BOUND_MS, false));
   }
 
   @Test
-  @Timeout(value = 30, unit = TimeUnit.MINUTES)
   void withTheWatchCacheTheNativeSourcesKeepSparksStoreRightThroughChurnAndFaults()
       throws Exception {
     run(new ChaosConfig(true, SHORT_WATCH_LISTER_INTERVAL_MS, SHORT_WATCH_STALE_BOUND_MS, false));
   }
 
   @Test
-  @Timeout(value = 30, unit = TimeUnit.MINUTES)
   void withTheWatchCacheAndWatchesOfAListerRoundTheNativeSourcesKeepSparksStoreRight()
       throws Exception {
     run(new ChaosConfig(true, LONG_WATCH_LISTER_INTERVAL_MS, LONG_WATCH_STALE_BOUND_MS, false));
   }
 
   @Test
-  @Timeout(value = 30, unit = TimeUnit.MINUTES)
   void onAHighlyAvailablePlaneWithALaggingApiserverTheNativeSourcesKeepSparksStoreRight()
       throws Exception {
     run(new ChaosConfig(true, SHORT_WATCH_LISTER_INTERVAL_MS, SHORT_WATCH_STALE_BOUND_MS, true));
@@ -194,10 +191,7 @@ class ChaosRunTest {
     // The apiserver's truth, read directly (not through the proxy), once nothing changes any more.
     Map<String, Pod> truth =
         plane
-            .admin()
-            .pods()
-            .withLabel("spark-app-selector", app)
-            .withLabel("spark-role", "executor")
+            .executorPodsOf(app)
             .withoutLabel("spark-exec-inactive", "true")
             .list()
             .getItems()

@@ -12,7 +12,6 @@ import io.fabric8.kubernetes.api.model.ResourceQuotaBuilder;
 import io.fabric8.kubernetes.api.model.ResourceQuotaStatusBuilder;
 import io.fabric8.kubernetes.api.model.Service;
 import java.time.Duration;
-import java.util.List;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
 import org.junit.jupiter.api.Tag;
@@ -29,6 +28,14 @@ import org.sparkk8snative.TestPlane;
 @Tag("every-line")
 class SparkDriverTest {
   private final TestPlane plane = TestPlane.get();
+
+  /** Waits for the two executor pods Spark creates ({@code spark.executor.instances}). */
+  private void awaitBothExecutorPods(String appId) {
+    eventually(
+        "Spark to create 2 executor pods",
+        Duration.ofSeconds(60),
+        () -> plane.executorPods(appId).size() == 2);
+  }
 
   private SparkConf conf(boolean nativeInformer) {
     SparkConf conf =
@@ -56,10 +63,7 @@ class SparkDriverTest {
     SparkContext sc = new SparkContext(conf(nativeInformer));
     String appId = sc.applicationId();
     try {
-      eventually(
-          "Spark to create 2 executor pods",
-          Duration.ofSeconds(60),
-          () -> plane.executorPods(appId).size() == 2);
+      awaitBothExecutorPods(appId);
       if (nativeInformer) {
         eventually(
             "the metrics source, registered once the app has its id",
@@ -117,16 +121,6 @@ class SparkDriverTest {
         .set("spark.kubernetes.allocation.driver.readinessTimeout", "1s");
   }
 
-  private List<Service> services(String appId) {
-    return plane
-        .admin()
-        .services()
-        .inNamespace(plane.namespace())
-        .withLabel("spark-app-selector", appId)
-        .list()
-        .getItems();
-  }
-
   /**
    * With executor Services on, in both modes, on every Spark line (no allocator override is
    * involved): each executor's Service exists, owned by the driver pod, before the executor
@@ -140,11 +134,9 @@ class SparkDriverTest {
       SparkContext sc = new SparkContext(servicesConf(nativeInformer, driver));
       String appId = sc.applicationId();
       try {
-        eventually(
-            "Spark to create 2 executor pods",
-            Duration.ofSeconds(60),
-            () -> plane.executorPods(appId).size() == 2);
-        assertEquals(2, services(appId).size(), "each Service exists once its pod does");
+        awaitBothExecutorPods(appId);
+        assertEquals(
+            2, plane.executorServices(appId).size(), "each Service exists once its pod does");
         for (Pod pod : plane.executorPods(appId)) {
           String execId = TestPlane.executorId(pod);
           String name = ExecutorServiceNames.serviceName(appId, execId);
@@ -173,7 +165,7 @@ class SparkDriverTest {
             "the Service of the deleted executor to be deleted after deleteAfter (1 s)",
             Duration.ofSeconds(20),
             () ->
-                services(appId).stream()
+                plane.executorServices(appId).stream()
                     .noneMatch(x -> x.getMetadata().getName().equals(victimService)));
       } finally {
         sc.stop();
@@ -213,11 +205,8 @@ class SparkDriverTest {
     try {
       sc = new SparkContext(servicesConf(true, driver));
       String appId = sc.applicationId();
-      eventually(
-          "Spark to create 2 executor pods",
-          Duration.ofSeconds(60),
-          () -> plane.executorPods(appId).size() == 2);
-      assertEquals(0, services(appId).size(), "the quota refused every Service");
+      awaitBothExecutorPods(appId);
+      assertEquals(0, plane.executorServices(appId).size(), "the quota refused every Service");
       for (Pod pod : plane.executorPods(appId)) {
         String service = ExecutorServiceNames.serviceName(appId, TestPlane.executorId(pod));
         assertTrue(

@@ -117,30 +117,22 @@ func (r *envResolver) containerEnv(ctx context.Context, pod *v1.Pod, c *v1.Conta
 }
 
 func (r *envResolver) envFromSource(ctx context.Context, ns string, ef v1.EnvFromSource) (map[string]string, error) {
-	out := map[string]string{}
+	var ref objectRef
 	switch {
 	case ef.ConfigMapRef != nil:
-		cm, err := r.client.CoreV1().ConfigMaps(ns).Get(ctx, ef.ConfigMapRef.Name, metav1.GetOptions{})
-		if err != nil {
-			if ef.ConfigMapRef.Optional != nil && *ef.ConfigMapRef.Optional {
-				return out, nil
-			}
-			return nil, fmt.Errorf("envFrom configMap %s: %w", ef.ConfigMapRef.Name, err)
-		}
-		for k, v := range cm.Data {
-			out[k] = v
-		}
+		ref = configMapRef(ef.ConfigMapRef.Name, ef.ConfigMapRef.Optional)
 	case ef.SecretRef != nil:
-		s, err := r.client.CoreV1().Secrets(ns).Get(ctx, ef.SecretRef.Name, metav1.GetOptions{})
-		if err != nil {
-			if ef.SecretRef.Optional != nil && *ef.SecretRef.Optional {
-				return out, nil
-			}
-			return nil, fmt.Errorf("envFrom secret %s: %w", ef.SecretRef.Name, err)
-		}
-		for k, v := range s.Data {
-			out[k] = string(v)
-		}
+		ref = secretRef(ef.SecretRef.Name, ef.SecretRef.Optional)
+	default:
+		return map[string]string{}, nil
+	}
+	data, err := objectData(ctx, r.client, ns, ref, false)
+	if err != nil {
+		return nil, fmt.Errorf("envFrom: %w", err)
+	}
+	out := make(map[string]string, len(data))
+	for k, v := range data {
+		out[k] = string(v)
 	}
 	return out, nil
 }
@@ -156,38 +148,10 @@ func (r *envResolver) valueFrom(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		return v, err == nil, err
 	case vf.ConfigMapKeyRef != nil:
 		ref := vf.ConfigMapKeyRef
-		optional := ref.Optional != nil && *ref.Optional
-		cm, err := r.client.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		if err != nil {
-			if optional {
-				return "", false, nil
-			}
-			return "", false, fmt.Errorf("configMap %s: %w", ref.Name, err)
-		}
-		if v, ok := cm.Data[ref.Key]; ok {
-			return v, true, nil
-		}
-		if optional {
-			return "", false, nil
-		}
-		return "", false, fmt.Errorf("configMap %s has no key %q", ref.Name, ref.Key)
+		return objectKey(ctx, r.client, pod.Namespace, configMapRef(ref.Name, ref.Optional), ref.Key)
 	case vf.SecretKeyRef != nil:
 		ref := vf.SecretKeyRef
-		optional := ref.Optional != nil && *ref.Optional
-		s, err := r.client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		if err != nil {
-			if optional {
-				return "", false, nil
-			}
-			return "", false, fmt.Errorf("secret %s: %w", ref.Name, err)
-		}
-		if v, ok := s.Data[ref.Key]; ok {
-			return string(v), true, nil
-		}
-		if optional {
-			return "", false, nil
-		}
-		return "", false, fmt.Errorf("secret %s has no key %q", ref.Name, ref.Key)
+		return objectKey(ctx, r.client, pod.Namespace, secretRef(ref.Name, ref.Optional), ref.Key)
 	}
 	return "", false, fmt.Errorf("unsupported valueFrom")
 }

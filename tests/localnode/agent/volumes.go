@@ -16,7 +16,6 @@ import (
 
 	authv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -65,9 +64,9 @@ func (b *volumeBuilder) prepareOne(ctx context.Context, pod *v1.Pod, vol v1.Volu
 	var err error
 	switch {
 	case vol.ConfigMap != nil:
-		err = b.configMap(ctx, pod.Namespace, dir, vol.ConfigMap.Name, vol.ConfigMap.Items, vol.ConfigMap.Optional, vol.ConfigMap.DefaultMode)
+		err = b.objectKeys(ctx, pod.Namespace, dir, configMapRef(vol.ConfigMap.Name, vol.ConfigMap.Optional), vol.ConfigMap.Items, vol.ConfigMap.DefaultMode)
 	case vol.Secret != nil:
-		err = b.secret(ctx, pod.Namespace, dir, vol.Secret.SecretName, vol.Secret.Items, vol.Secret.Optional, vol.Secret.DefaultMode)
+		err = b.objectKeys(ctx, pod.Namespace, dir, secretRef(vol.Secret.SecretName, vol.Secret.Optional), vol.Secret.Items, vol.Secret.DefaultMode)
 	case vol.DownwardAPI != nil:
 		err = b.downwardAPI(pod, dir, vol.DownwardAPI.Items, vol.DownwardAPI.DefaultMode)
 	case vol.Projected != nil:
@@ -78,33 +77,13 @@ func (b *volumeBuilder) prepareOne(ctx context.Context, pod *v1.Pod, vol v1.Volu
 	return volumeSource{Path: dir, ReadOnly: true}, err
 }
 
-func (b *volumeBuilder) configMap(ctx context.Context, ns, dir, name string, items []v1.KeyToPath, optional *bool, mode *int32) error {
-	cm, err := b.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		if optional != nil && *optional {
-			return nil
-		}
-		return fmt.Errorf("get configMap %s/%s: %w", ns, name, err)
+// objectKeys writes a ConfigMap's or Secret's keys (items, or every key) into dir.
+func (b *volumeBuilder) objectKeys(ctx context.Context, ns, dir string, ref objectRef, items []v1.KeyToPath, mode *int32) error {
+	data, err := objectData(ctx, b.client, ns, ref, true)
+	if err != nil || data == nil {
+		return err
 	}
-	data := map[string][]byte{}
-	for k, v := range cm.Data {
-		data[k] = []byte(v)
-	}
-	for k, v := range cm.BinaryData {
-		data[k] = v
-	}
-	return writeKeys(dir, data, items, mode, optional != nil && *optional)
-}
-
-func (b *volumeBuilder) secret(ctx context.Context, ns, dir, name string, items []v1.KeyToPath, optional *bool, mode *int32) error {
-	s, err := b.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		if optional != nil && *optional {
-			return nil
-		}
-		return fmt.Errorf("get secret %s/%s: %w", ns, name, err)
-	}
-	return writeKeys(dir, s.Data, items, mode, optional != nil && *optional)
+	return writeKeys(dir, data, items, mode, ref.isOptional())
 }
 
 func (b *volumeBuilder) downwardAPI(pod *v1.Pod, dir string, items []v1.DownwardAPIVolumeFile, mode *int32) error {
@@ -135,9 +114,9 @@ func (b *volumeBuilder) projected(ctx context.Context, pod *v1.Pod, dir string, 
 		case src.ServiceAccountToken != nil:
 			err = b.token(ctx, pod, dir, src.ServiceAccountToken, p.DefaultMode)
 		case src.ConfigMap != nil:
-			err = b.configMap(ctx, pod.Namespace, dir, src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.Optional, p.DefaultMode)
+			err = b.objectKeys(ctx, pod.Namespace, dir, configMapRef(src.ConfigMap.Name, src.ConfigMap.Optional), src.ConfigMap.Items, p.DefaultMode)
 		case src.Secret != nil:
-			err = b.secret(ctx, pod.Namespace, dir, src.Secret.Name, src.Secret.Items, src.Secret.Optional, p.DefaultMode)
+			err = b.objectKeys(ctx, pod.Namespace, dir, secretRef(src.Secret.Name, src.Secret.Optional), src.Secret.Items, p.DefaultMode)
 		case src.DownwardAPI != nil:
 			err = b.downwardAPI(pod, dir, src.DownwardAPI.Items, p.DefaultMode)
 		default:

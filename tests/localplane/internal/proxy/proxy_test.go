@@ -67,6 +67,19 @@ func proxyInFrontOfAFakeApiserver(t *testing.T) (*Fault, string, *http.Client) {
 	return p, url, client
 }
 
+// streamThroughTheProxy opens the fake apiserver's endless stream (a line every 50 ms)
+// through the proxy; the stream is closed when the test ends.
+func streamThroughTheProxy(t *testing.T) (*Fault, io.Reader) {
+	t.Helper()
+	p, url, client := proxyInFrontOfAFakeApiserver(t)
+	resp, err := client.Get(url + "/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return p, resp.Body
+}
+
 // getAsync GETs url in the background; the channel yields the body, or "error: ...".
 func getAsync(client *http.Client, url string) <-chan string {
 	done := make(chan string, 1)
@@ -104,15 +117,10 @@ func TestABlackHoleHoldsRequestsUntilTrafficIsNormalAgain(t *testing.T) {
 }
 
 func TestAWatchStreamGoesSilentInABlackHoleAndResumesAfterIt(t *testing.T) {
-	p, url, client := proxyInFrontOfAFakeApiserver(t)
-	resp, err := client.Get(url + "/stream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	p, stream := streamThroughTheProxy(t)
 	lines := make(chan string, 1000)
 	go func() {
-		r := bufio.NewReader(resp.Body)
+		r := bufio.NewReader(stream)
 		for {
 			line, err := r.ReadString('\n')
 			if err != nil {
@@ -169,15 +177,10 @@ func TestThrottlingAnswersTooManyRequestsWithRetryAfterUntilNormal(t *testing.T)
 }
 
 func TestACutEndsEveryOpenStream(t *testing.T) {
-	p, url, client := proxyInFrontOfAFakeApiserver(t)
-	resp, err := client.Get(url + "/stream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	p, stream := streamThroughTheProxy(t)
 	ended := make(chan struct{})
 	go func() {
-		_, _ = io.Copy(io.Discard, resp.Body)
+		_, _ = io.Copy(io.Discard, stream)
 		close(ended)
 	}()
 	if n := p.Cut(); n < 1 {

@@ -28,9 +28,10 @@ impl ExecutorTracking {
         crate::settings::validate_app_id(app_id)?;
         let client = InformerClient::connect(settings, app_id).await?;
         let services = match &settings.services {
-            Some(_) => {
-                let services = ExecutorServices::from_settings(client.client(), settings, app_id)?;
-                Some(Arc::new(ServiceController::start(services, settings).await?))
+            Some(service_settings) => {
+                let services =
+                    ExecutorServices::from_settings(client.client(), &settings.client, service_settings, app_id);
+                Some(Arc::new(ServiceController::start(services, service_settings).await?))
             }
             None => None,
         };

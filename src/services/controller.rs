@@ -23,6 +23,7 @@ use super::{retry_backoff, Ensured, ExecutorServices, ServiceError, ServiceHealt
 use crate::client::SetupError;
 use crate::informer::PodSubscriber;
 use crate::pod::{CachedPod, PodChange};
+use crate::settings::ServiceSettings;
 
 /// Work for the Service controller, from whoever sees the pods (the informer,
 /// or, with it off, the Java side reading Spark's snapshots).
@@ -58,15 +59,15 @@ impl ServiceController {
     /// ([`ExecutorServices::check_access`]). Subscribed to no informer; must
     /// run on the runtime that will drive it.
     pub async fn connect(settings: &crate::settings::Settings, app_id: &str) -> Result<Self, SetupError> {
-        Self::start(ExecutorServices::connect(settings, app_id).await?, settings).await
+        let services = ExecutorServices::connect(settings, app_id).await?;
+        Self::start(services, settings.services()?).await
     }
 
     /// Asks the apiserver whether the driver may manage the Services, then
-    /// spawns the controller on the current runtime.
-    pub async fn start(services: ExecutorServices, settings: &crate::settings::Settings) -> Result<Self, SetupError> {
+    /// spawns the controller on the current runtime, with the cool-down `settings` give.
+    pub async fn start(services: ExecutorServices, settings: &ServiceSettings) -> Result<Self, SetupError> {
         services.check_access().await?;
-        let delete_after = settings.services.as_ref().map_or(Duration::ZERO, |s| s.delete_after);
-        Ok(Self::spawn(Arc::new(services), delete_after))
+        Ok(Self::spawn(Arc::new(services), settings.delete_after))
     }
 
     /// Spawns the controller on the current runtime. `delete_after` zero:

@@ -24,7 +24,7 @@ use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use tokio::sync::{OnceCell, Semaphore};
 
 use crate::client::SetupError;
-use crate::settings::SettingsError;
+use crate::settings::ServiceSettings;
 
 mod access;
 mod controller;
@@ -38,9 +38,11 @@ use retry::{retry_backoff, retry_delay, transient, ATTEMPTS};
 pub use spec::service_name;
 use spec::{differs, driver_owner, executor_service, is_ours, MANAGED_BY_LABEL};
 
-/// One attempt's deadline unless [`ExecutorServices::with_attempt_deadline`] sets
-/// another: Spark's default request timeout (10 s) and the response slack.
-const DEFAULT_ATTEMPT_DEADLINE: Duration = Duration::from_secs(15);
+/// How long one attempt of a request may take: the request timeout, and the
+/// slack every response of the driver's client gets.
+fn attempt_deadline(request_timeout: Duration) -> Duration {
+    request_timeout + crate::client::RESPONSE_SLACK
+}
 
 /// What `ensure` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +119,7 @@ impl ExecutorServices {
             owner: OnceCell::new(),
             requests: Semaphore::new(concurrency.max(1)),
             foreign_logged: AtomicBool::new(false),
-            attempt_deadline: DEFAULT_ATTEMPT_DEADLINE,
+            attempt_deadline: attempt_deadline(crate::settings::default_request_timeout()),
             counters: Arc::default(),
         }
     }
@@ -131,28 +133,26 @@ impl ExecutorServices {
     /// here, as a client built for a long quiet watch would wait its whole length.
     pub fn from_settings(
         client: kube::Client,
-        settings: &crate::settings::Settings,
+        client_settings: &crate::settings::ClientSettings,
+        service_settings: &ServiceSettings,
         app_id: &str,
-    ) -> Result<Self, SettingsError> {
-        let service_settings = settings.services.as_ref().ok_or_else(|| {
-            let key = crate::settings::keys::ENABLE_SERVICE;
-            SettingsError::new(key.name, "false", "must be true to manage executor Services")
-        })?;
+    ) -> Self {
         let services = Self::new(
             client,
-            &settings.client.namespace,
+            &client_settings.namespace,
             app_id,
             &service_settings.driver_pod_name,
             service_settings.block_manager_port,
             service_settings.max_concurrent_requests,
         );
-        Ok(services.with_attempt_deadline(settings.client.request_timeout + crate::client::RESPONSE_SLACK))
+        services.with_attempt_deadline(attempt_deadline(client_settings.request_timeout))
     }
 
     /// Executor Services from Spark's settings, with a client of their own: for
     /// a driver without an informer. Must run on the runtime that will drive the requests.
     pub async fn connect(settings: &crate::settings::Settings, app_id: &str) -> Result<Self, SetupError> {
         crate::settings::validate_app_id(app_id)?;
+        let service_settings = settings.services()?;
         let config = crate::client::kube_config(
             &settings.client,
             &crate::client::user_agent(app_id),
@@ -161,7 +161,7 @@ impl ExecutorServices {
         )
         .await?;
         let client = kube::Client::try_from(config).map_err(crate::client::ClientError::from)?;
-        Ok(Self::from_settings(client, settings, app_id)?)
+        Ok(Self::from_settings(client, &settings.client, service_settings, app_id))
     }
 
     /// How long one attempt of a request may take before it is abandoned as a

@@ -78,6 +78,12 @@ impl std::fmt::Debug for AuthSettings {
     }
 }
 
+/// Spark's default request timeout (`spark.kubernetes.driver.requestTimeout`), as the key table
+/// gives it: for whatever is built without Spark's settings.
+pub fn default_request_timeout() -> Duration {
+    Conf(&HashMap::new()).duration(&keys::REQUEST_TIMEOUT).expect("the key table's default parses")
+}
+
 /// Where the apiserver is and how to talk to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientSettings {
@@ -290,6 +296,14 @@ impl Settings {
 }
 
 impl Settings {
+    /// The executor Services' settings, or the error a caller that needs them gives when
+    /// `spark.kubernetes.executor.enableService` is off.
+    pub fn services(&self) -> Result<&ServiceSettings, SettingsError> {
+        self.services.as_ref().ok_or_else(|| {
+            SettingsError::new(keys::ENABLE_SERVICE.name, "false", "must be true to manage executor Services")
+        })
+    }
+
     /// Logs each unknown key under `spark.kubernetes.native.` at WARN, with the key it most likely
     /// meant. Called once per native handle a driver creates, whichever parts it runs.
     pub fn warn_unknown_keys(&self) {
@@ -570,6 +584,19 @@ mod tests {
         assert_eq!(s.informer.watch_timeout, Duration::from_secs(30));
         assert_eq!(s.informer.silence_bound(), Duration::from_secs(35));
         assert_eq!(s.informer.initial_list, InitialList::Auto);
+    }
+
+    #[test]
+    fn the_default_request_timeout_outside_settings_is_the_tables() {
+        let s = Settings::from_spark_conf(&conf(&[])).unwrap();
+        assert_eq!(default_request_timeout(), s.client.request_timeout);
+    }
+
+    #[test]
+    fn asking_for_services_that_are_off_names_the_key_that_turns_them_on() {
+        let s = Settings::from_spark_conf(&conf(&[])).unwrap();
+        let e = s.services().expect_err("Services are off by default");
+        assert_eq!(e.key, keys::ENABLE_SERVICE.name, "{e}");
     }
 
     #[test]

@@ -46,6 +46,14 @@ async fn wait_for(
     .await
 }
 
+/// A new app of the plane with executors `0..n` already created, and the admin's pods.
+async fn app_with_executors(plane: &LocalPlane, prefix: &str, n: u64) -> (String, Api<Pod>) {
+    let app = unique_app_id(prefix);
+    let pods = plane.admin_pods();
+    kubelet::create_executors(&pods, &app, 0..n, n as usize).await.unwrap();
+    (app, pods)
+}
+
 /// The driver's informer of an app (restricted identity, direct route, default settings), started
 /// and synced.
 async fn synced_informer(plane: &LocalPlane, app: &str) -> Arc<ExecutorPodInformer> {
@@ -224,9 +232,7 @@ async fn an_apiserver_restart_resumes_the_watch_without_relisting() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_watch_cache_an_apiserver_restart_costs_exactly_one_relist() {
     let plane = LocalPlane::start_with(PlaneOptions::default());
-    let app = unique_app_id("restartcache");
-    let pods = plane.admin_pods();
-    kubelet::create_executors(&pods, &app, 0..3, 3).await.unwrap();
+    let (app, pods) = app_with_executors(&plane, "restartcache", 3).await;
     let informer = synced_informer(&plane, &app).await;
     plane.restart_apiserver();
     kubelet::create_executor(&pods, &app, 3).await.unwrap();
@@ -243,9 +249,7 @@ async fn with_the_watch_cache_an_apiserver_restart_costs_exactly_one_relist() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forced_410_relists_once_and_the_lister_keeps_serving_meanwhile() {
     let plane = LocalPlane::start_with(PlaneOptions { watch_cache: false, ..Default::default() });
-    let app = unique_app_id("gone");
-    let pods = plane.admin_pods();
-    kubelet::create_executors(&pods, &app, 0..10, 10).await.unwrap();
+    let (app, pods) = app_with_executors(&plane, "gone", 10).await;
     let informer = informer(&plane, Identity::Restricted, Route::Proxy, &app, &[]).await;
     informer.start().unwrap();
     wait_synced(&informer).await;
@@ -297,9 +301,7 @@ async fn a_forced_410_relists_once_and_the_lister_keeps_serving_meanwhile() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_black_hole_longer_than_the_stale_bound_makes_the_lister_unready_then_recovers_without_loss() {
     let plane = LocalPlane::start_with(PlaneOptions::default());
-    let app = unique_app_id("hole");
-    let pods = plane.admin_pods();
-    kubelet::create_executors(&pods, &app, 0..3, 3).await.unwrap();
+    let (app, pods) = app_with_executors(&plane, "hole", 3).await;
     // Stale bound 4.5s (half of a 9s missingPodDetectDelta); watches end every 3s (the shortest).
     let informer = informer(
         &plane,
@@ -384,9 +386,7 @@ async fn a_black_hole_longer_than_the_stale_bound_makes_the_lister_unready_then_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quiet_watch_longer_than_the_stale_bound_proves_the_cache_at_each_renewal() {
     let plane = LocalPlane::shared();
-    let app = unique_app_id("proof");
-    let pods = plane.admin_pods();
-    kubelet::create_executors(&pods, &app, 0..3, 3).await.unwrap();
+    let (app, pods) = app_with_executors(plane, "proof", 3).await;
     // Stale bound 2 s, watches of 5 s (the lister's interval): silence bound 5.67 s.
     let informer = informer(
         plane,
@@ -646,9 +646,7 @@ async fn every_initial_list_strategy_syncs_and_auto_falls_back_without_watchlist
         apiserver_args: vec!["--feature-gates=WatchList=false".into()],
         ..Default::default()
     });
-    let app = unique_app_id("lists");
-    let pods = plane.admin_pods();
-    kubelet::create_executors(&pods, &app, 0..7, 7).await.unwrap();
+    let (app, _) = app_with_executors(&plane, "lists", 7).await;
     for (mode, expected) in [
         ("watchCache", InitialList::WatchCache),
         ("consistent", InitialList::Consistent),
@@ -679,9 +677,7 @@ async fn every_initial_list_strategy_syncs_and_auto_falls_back_without_watchlist
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streaming_lists_sync_where_the_server_supports_them() {
     let plane = LocalPlane::shared();
-    let app = unique_app_id("stream");
-    let pods = plane.admin_pods();
-    kubelet::create_executors(&pods, &app, 0..4, 4).await.unwrap();
+    let (app, _) = app_with_executors(plane, "stream", 4).await;
     let informer = informer(plane, Identity::Restricted, Route::Direct, &app, &[]).await;
     informer.start().unwrap();
     let health = wait_synced(&informer).await;

@@ -254,14 +254,13 @@ class SameDecisionsTest {
   }
 
   private static SparkConf sparkConf(Map<String, String> entries) {
-    SparkConf conf = CountingStore.conf(entries);
-    conf.set("spark.kubernetes.executor.apiPollingInterval", "2s");
-    conf.set("spark.kubernetes.executor.listerPollingInterval", "1s");
-    conf.set("spark.kubernetes.executor.missingPodDetectDelta", "3s");
-    conf.set("spark.kubernetes.executor.eventProcessingInterval", "500ms");
-    // Spark stops the application past this many failures (System.exit): far above any run.
-    conf.set("spark.executor.maxNumFailures", "1000000");
-    return conf;
+    return CountingStore.conf(entries)
+        .set("spark.kubernetes.executor.apiPollingInterval", "2s")
+        .set("spark.kubernetes.executor.listerPollingInterval", "1s")
+        .set("spark.kubernetes.executor.missingPodDetectDelta", "3s")
+        .set("spark.kubernetes.executor.eventProcessingInterval", "500ms")
+        // Spark stops the application past this many failures (System.exit): far above any run.
+        .set("spark.executor.maxNumFailures", "1000000");
   }
 
   private static List<String> actedOn(List<String> classes) {

@@ -87,6 +87,7 @@ class ChaosRunTest {
   private RecordingStore store;
   private NativeSnapshotSources sources;
   private PodChurn churn;
+  private ChaosInvariants invariants;
   private ChaosFaults faults;
   private boolean passed;
 
@@ -151,17 +152,48 @@ class ChaosRunTest {
             + SEED
             + ")");
     long began = System.currentTimeMillis();
+    NativeInformer informer = startSources(config);
+    faults.waitSynced("the first sync");
+
+    churn.start();
+    Thread.sleep(3_000); // some pods before the first fault
+    long faultsBegan = System.currentTimeMillis();
+    List<Fault> done = faults.run(new Random(SEED ^ 0x5DEECE66DL), faultsBegan, SECONDS);
+    long faultsMillis = System.currentTimeMillis() - faultsBegan;
+    churn.stop();
+    faults.clear();
+    faults.waitSynced("sync after the last fault");
+
+    Findings found = findings(done);
+    InformerHealth health = informer.health();
+    done.forEach(f -> System.out.println("chaos fault " + f));
+    System.out.println(
+        summary(
+            config,
+            (System.currentTimeMillis() - began) / 1000,
+            faultsMillis / 1000,
+            found,
+            health));
+    printNotes(found);
+    assertInvariantsHeld(config, found, health);
+    passed = true;
+  }
+
+  /**
+   * Starts a plane of the configuration's own, the app's driver pod, the churn, and the native
+   * sources (with Services) feeding the recording store, through the fault proxy or the HA plane's
+   * balancer so that the faults hit the informer; returns the sources' informer.
+   */
+  private NativeInformer startSources(ChaosConfig config) {
     plane =
         config.ha()
             ? TestPlane.start("chaos", "--watch-cache=" + config.watchCache(), "--ha")
             : TestPlane.start("chaos", "--watch-cache=" + config.watchCache());
     String app = TestPlane.uniqueAppId("chaos");
     Pod driver = plane.createDriver(app);
-
     churn = new PodChurn(plane, app, SEED);
-    ChaosInvariants invariants = new ChaosInvariants(config, plane, app, churn);
+    invariants = new ChaosInvariants(config, plane, app, churn);
     store = new RecordingStore(this::healthNow, invariants::check);
-    // Through the fault proxy (black holes and 429s hit the informer), or the HA plane's balancer.
     Map<String, String> conf =
         config.ha() ? plane.sparkConfThroughLoadBalancer() : plane.sparkConf(true);
     conf.put("spark.kubernetes.executor.listerPollingInterval", config.listerIntervalMs() + "ms");
@@ -175,23 +207,34 @@ class ChaosRunTest {
     conf.put("spark.kubernetes.native.service.deleteAfter", "1s");
     sources = NativeSnapshotSources.create(CountingStore.conf(conf), store);
     sources.start(app);
-    NativeInformer informer = sources.informer();
-    faults = new ChaosFaults(plane, config, informer);
-    faults.waitSynced("the first sync");
+    faults = new ChaosFaults(plane, config, sources.informer());
+    return sources.informer();
+  }
 
-    churn.start();
-    Thread.sleep(3_000); // some pods before the first fault
-    long faultsBegan = System.currentTimeMillis();
-    List<Fault> done = faults.run(new Random(SEED ^ 0x5DEECE66DL), faultsBegan, SECONDS);
-    long faultsMillis = System.currentTimeMillis() - faultsBegan;
-    churn.stop();
-    faults.clear();
-    faults.waitSynced("sync after the last fault");
+  /**
+   * What the invariants found once nothing changes any more, against the apiserver's truth (read
+   * directly, not through the proxy): each list names the problems of one invariant, empty when it
+   * held. Those that converge (delivery, Services) are polled for a while first.
+   */
+  private record Findings(
+      List<Fault> faults,
+      Map<String, Pod> truth,
+      List<String> notYetDelivered,
+      List<String> sparkDisagrees,
+      List<String> serviceProblems,
+      List<String> leftoverServices,
+      List<String> outOfOrder,
+      List<String> snapshotsDuringSilence) {
+    Map<Kind, Long> byKind() {
+      return new TreeMap<>(
+          faults.stream().collect(Collectors.groupingBy(f -> f.kind, Collectors.counting())));
+    }
+  }
 
-    // The apiserver's truth, read directly (not through the proxy), once nothing changes any more.
+  private Findings findings(List<Fault> done) throws InterruptedException {
     Map<String, Pod> truth =
         plane
-            .executorPodsOf(app)
+            .executorPodsOf(churn.app())
             .withoutLabel("spark-exec-inactive", "true")
             .list()
             .getItems()
@@ -202,76 +245,79 @@ class ChaosRunTest {
     truth.forEach(
         (name, pod) ->
             truthVersions.put(name, Long.parseLong(pod.getMetadata().getResourceVersion())));
-    List<String> notYetDelivered =
+    return new Findings(
+        done,
+        truth,
         within(
-            Duration.ofSeconds(60), () -> invariants.undelivered(store, truthVersions, listedAt));
-    List<String> sparkDisagrees =
-        within(Duration.ofSeconds(10), () -> ChaosInvariants.sparkDisagreement(store, truth));
-    List<String> serviceProblems =
-        within(Duration.ofSeconds(60), () -> invariants.serviceProblems(truth));
-    // Gone executors' Services go deleteAfter (1s) after their pod, retried for a few seconds.
-    List<String> leftoverServices =
-        within(Duration.ofSeconds(10), () -> invariants.leftoverServices(truth));
-    List<String> outOfOrder = ChaosInvariants.outOfOrder(store);
-    List<String> snapshotsDuringSilence = invariants.snapshotsDuringSilence(store, done);
+            Duration.ofSeconds(60), () -> invariants.undelivered(store, truthVersions, listedAt)),
+        within(Duration.ofSeconds(10), () -> ChaosInvariants.sparkDisagreement(store, truth)),
+        within(Duration.ofSeconds(60), () -> invariants.serviceProblems(truth)),
+        // Gone executors' Services go deleteAfter (1s) after their pod, retried for a few seconds.
+        within(Duration.ofSeconds(10), () -> invariants.leftoverServices(truth)),
+        ChaosInvariants.outOfOrder(store),
+        invariants.snapshotsDuringSilence(store, done));
+  }
 
-    // The summary.
-    InformerHealth health = informer.health();
-    Map<Kind, Long> byKind =
-        new TreeMap<>(
-            done.stream().collect(Collectors.groupingBy(f -> f.kind, Collectors.counting())));
-    long degradedSeen = done.stream().filter(f -> f.degraded).count();
-    long relistsInFaults = done.stream().mapToLong(Fault::relists).sum();
+  /** The run's one summary line: what churned, what the faults did, what reached Spark. */
+  private String summary(
+      ChaosConfig config, long seconds, long faultSeconds, Findings found, InformerHealth health) {
+    List<Fault> done = found.faults();
     int changes = churn.changes();
     int delivered = invariants.deliveredChanges(store);
-    done.forEach(f -> System.out.println("chaos fault " + f));
-    String summary =
-        String.format(
-            "chaos "
-                + config
-                + " seed=%d duration=%ds (faults %ds) faults=%d (%s) pods=%d changes=%d delivered=%d coalesced=%d lost=%d "
-                + "outOfOrder=%d spuriousRemovals=%d staleSnapshots=%d resumeRaces=%d longestMissing=%dms relists=%d "
-                + "reconnects=%d degradedObserved=%d/%d updates=%d fullSnapshots=%d services=%d/%d leftoverServices=%d "
-                + "retriedWrites=%d served429=%d",
-            SEED,
-            (System.currentTimeMillis() - began) / 1000,
-            faultsMillis / 1000,
-            done.size(),
-            byKind.entrySet().stream()
-                .map(e -> e.getKey().label + "=" + e.getValue())
-                .collect(Collectors.joining(" ")),
-            churn.creates.get(),
-            changes,
-            delivered,
-            changes - delivered,
-            notYetDelivered.size(),
-            outOfOrder.size(),
-            invariants.spuriousRemovals().size(),
-            invariants.unsyncedOrStale().size()
-                + snapshotsDuringSilence.size()
-                + invariants.laggingSnapshots().size(),
-            invariants.resumeRaces().size(),
-            invariants.longestMissing(),
-            health.relists(),
-            health.watchConnects(),
-            degradedSeen,
-            done.size(),
-            store.updateCount(),
-            store.replacements().size(),
-            truth.size() - serviceProblems.size(),
-            truth.size(),
-            leftoverServices.size(),
-            churn.retried.get(),
-            done.stream().mapToLong(f -> f.throttledServed).sum());
-    System.out.println(summary);
-    if (!leftoverServices.isEmpty()) {
+    return String.format(
+        "chaos "
+            + config
+            + " seed=%d duration=%ds (faults %ds) faults=%d (%s) pods=%d changes=%d delivered=%d coalesced=%d lost=%d "
+            + "outOfOrder=%d spuriousRemovals=%d staleSnapshots=%d resumeRaces=%d longestMissing=%dms relists=%d "
+            + "reconnects=%d degradedObserved=%d/%d updates=%d fullSnapshots=%d services=%d/%d leftoverServices=%d "
+            + "retriedWrites=%d served429=%d",
+        SEED,
+        seconds,
+        faultSeconds,
+        done.size(),
+        found.byKind().entrySet().stream()
+            .map(e -> e.getKey().label + "=" + e.getValue())
+            .collect(Collectors.joining(" ")),
+        churn.creates.get(),
+        changes,
+        delivered,
+        changes - delivered,
+        found.notYetDelivered().size(),
+        found.outOfOrder().size(),
+        invariants.spuriousRemovals().size(),
+        invariants.unsyncedOrStale().size()
+            + found.snapshotsDuringSilence().size()
+            + invariants.laggingSnapshots().size(),
+        invariants.resumeRaces().size(),
+        invariants.longestMissing(),
+        health.relists(),
+        health.watchConnects(),
+        done.stream().filter(f -> f.degraded).count(),
+        done.size(),
+        store.updateCount(),
+        store.replacements().size(),
+        found.truth().size() - found.serviceProblems().size(),
+        found.truth().size(),
+        found.leftoverServices().size(),
+        churn.retried.get(),
+        done.stream().mapToLong(f -> f.throttledServed).sum());
+  }
+
+  /** What the run shows that is no failure but worth a look: kept Services, older snapshots. */
+  private void printNotes(Findings found) {
+    if (!found.leftoverServices().isEmpty()) {
       System.out.println(
           "chaos note: "
-              + leftoverServices.size()
+              + found.leftoverServices().size()
               + " gone executors kept their Service, e.g. "
-              + leftoverServices.stream()
+              + found.leftoverServices().stream()
                   .limit(3)
-                  .map(p -> p + " (" + whenGone(Long.parseLong(p.split(" ")[2]), done) + ")")
+                  .map(
+                      p ->
+                          p
+                              + " ("
+                              + whenGone(Long.parseLong(p.split(" ")[2]), found.faults())
+                              + ")")
                   .collect(Collectors.joining("; ")));
     }
     if (!store.olderThanDelivered().isEmpty()) {
@@ -280,28 +326,31 @@ class ChaosRunTest {
               + "(Spark's own watch + polling sources race the same way): "
               + store.olderThanDelivered());
     }
+  }
 
+  private void assertInvariantsHeld(ChaosConfig config, Findings found, InformerHealth health) {
+    List<Fault> done = found.faults();
     String seed = " (" + config + ", seed " + SEED + ")";
     assertTrue(
         churn.creates.get() >= MIN_PODS, "at least " + MIN_PODS + " executor pods churned" + seed);
     for (Kind kind : config.kinds()) {
       assertTrue(
-          byKind.getOrDefault(kind, 0L) >= kind.atLeast,
+          found.byKind().getOrDefault(kind, 0L) >= kind.atLeast,
           kind.label + " at least " + kind.atLeast + seed);
     }
     assertEquals(
         List.of(),
-        notYetDelivered,
+        found.notYetDelivered(),
         "every pod's last state reached the store; the last full snapshot equals the LIST" + seed);
-    assertEquals(List.of(), outOfOrder, "each pod's updates in order" + seed);
-    assertEquals(List.of(), sparkDisagrees, "Spark's own snapshot equals the LIST" + seed);
+    assertEquals(List.of(), found.outOfOrder(), "each pod's updates in order" + seed);
+    assertEquals(List.of(), found.sparkDisagrees(), "Spark's own snapshot equals the LIST" + seed);
     assertEquals(
         List.of(),
         invariants.unsyncedOrStale(),
         "no full snapshot from an unsynced or stale cache" + seed);
     assertEquals(
         List.of(),
-        snapshotsDuringSilence,
+        found.snapshotsDuringSilence(),
         "no full snapshot while the apiserver was silent past the stale bound" + seed);
     assertEquals(
         List.of(),
@@ -318,16 +367,19 @@ class ChaosRunTest {
         "no healthy executor missing from a full snapshot past Spark's detect delta" + seed);
     assertEquals(
         List.of(), faults.relistProblems(done), "each fault costs the relists it must" + seed);
+    long relistsInFaults = done.stream().mapToLong(Fault::relists).sum();
     assertEquals(relistsInFaults, health.relists(), "no relist outside a fault" + seed);
     assertEquals(
         List.of(),
         ChaosFaults.unthrottled(done),
         "every 429 burst was served to the informer" + seed);
     assertEquals(List.of(), faults.unseen(done), "health went Degraded during every fault" + seed);
-    assertEquals(List.of(), serviceProblems, "every live executor has exactly one Service" + seed);
     assertEquals(
-        List.of(), leftoverServices, "no gone executor keeps its Service past deleteAfter" + seed);
-    passed = true;
+        List.of(), found.serviceProblems(), "every live executor has exactly one Service" + seed);
+    assertEquals(
+        List.of(),
+        found.leftoverServices(),
+        "no gone executor keeps its Service past deleteAfter" + seed);
   }
 
   /**

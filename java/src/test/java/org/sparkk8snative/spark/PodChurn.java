@@ -102,6 +102,11 @@ final class PodChurn {
     this.random = new Random(seed);
   }
 
+  /** The app whose executor pods churn. */
+  String app() {
+    return appId;
+  }
+
   void start() {
     thread = new Thread(this::run, "chaos-churn");
     thread.setDaemon(true);

@@ -3,6 +3,7 @@ package org.sparkk8snative;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodStatus;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
@@ -67,6 +68,17 @@ public final class ExecutorPods {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+  }
+
+  /**
+   * A container's status as the kubelet writes it for an executor pod in {@code phase} ({@link
+   * #status}), for the container {@code name}: a pod with sidecars shows each container so.
+   */
+  public static ContainerStatus containerStatus(String phase, int exitCode, String name) {
+    ContainerStatus container = status(phase, exitCode).getContainerStatuses().get(0);
+    container.setName(name);
+    container.setImage(name);
+    return container;
   }
 
   /** A template of {@code tests/pods/} with its {@code {{name}}} placeholders replaced. */

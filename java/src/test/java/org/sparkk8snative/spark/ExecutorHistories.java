@@ -2,7 +2,6 @@ package org.sparkk8snative.spark;
 
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.ContainerStatus;
-import io.fabric8.kubernetes.api.model.ContainerStatusBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.PodStatusBuilder;
@@ -13,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.function.LongConsumer;
+import org.sparkk8snative.ExecutorPods;
 import org.sparkk8snative.TestPlane;
 
 /**
@@ -187,20 +187,7 @@ final class ExecutorHistories {
     var pod = client.pods().inNamespace(namespace).withName(name(e));
     switch (step.kind()) {
       case CREATE_UNSCHEDULED, CREATE_SCHEDULED -> {
-        PodBuilder builder =
-            new PodBuilder()
-                .withNewMetadata()
-                .withName(name(e))
-                .addToLabels("spark-app-selector", appId)
-                .addToLabels("spark-role", "executor")
-                .addToLabels("spark-exec-id", Long.toString(e.execId))
-                .endMetadata()
-                .withNewSpec()
-                .withRestartPolicy("Never")
-                .withAutomountServiceAccountToken(false)
-                .addToContainers(
-                    new ContainerBuilder().withName(SPARK_CONTAINER).withImage("spark").build())
-                .endSpec();
+        PodBuilder builder = new PodBuilder(ExecutorPods.executorPod(appId, e.execId));
         if (e.sidecar) {
           builder
               .editSpec()
@@ -255,45 +242,15 @@ final class ExecutorHistories {
     client.pods().inNamespace(namespace).resource(pod).updateStatus();
   }
 
-  private static ContainerStatusBuilder container(String name) {
-    return new ContainerStatusBuilder()
-        .withName(name)
-        .withImage(name)
-        .withImageID("")
-        .withRestartCount(0);
-  }
-
   private static ContainerStatus waiting(String name) {
-    return container(name)
-        .withReady(false)
-        .withNewState()
-        .withNewWaiting()
-        .withReason("ContainerCreating")
-        .endWaiting()
-        .endState()
-        .build();
+    return ExecutorPods.containerStatus("Pending", 0, name);
   }
 
   private static ContainerStatus running(String name) {
-    return container(name)
-        .withReady(true)
-        .withNewState()
-        .withNewRunning()
-        .withStartedAt("2026-01-01T00:00:00Z")
-        .endRunning()
-        .endState()
-        .build();
+    return ExecutorPods.containerStatus("Running", 0, name);
   }
 
   private static ContainerStatus terminated(String name, int exitCode) {
-    return container(name)
-        .withReady(false)
-        .withNewState()
-        .withNewTerminated()
-        .withExitCode(exitCode)
-        .withReason(exitCode == 0 ? "Completed" : "Error")
-        .endTerminated()
-        .endState()
-        .build();
+    return ExecutorPods.containerStatus(exitCode == 0 ? "Succeeded" : "Failed", exitCode, name);
   }
 }

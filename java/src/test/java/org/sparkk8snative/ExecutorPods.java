@@ -12,6 +12,7 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The test kubelet's driver and executor pods and statuses: the shapes of {@code tests/pods/},
@@ -20,6 +21,7 @@ import java.util.Map;
 public final class ExecutorPods {
   private static final KubernetesSerialization KUBE_JSON = new KubernetesSerialization();
   private static final ObjectMapper JSON = new ObjectMapper();
+  private static final Map<String, String> TEMPLATES = new ConcurrentHashMap<>();
 
   private ExecutorPods() {}
 
@@ -83,16 +85,21 @@ public final class ExecutorPods {
 
   /** A template of {@code tests/pods/} with its {@code {{name}}} placeholders replaced. */
   private static String render(String template, Map<String, String> values) {
+    String text = TEMPLATES.computeIfAbsent(template, ExecutorPods::read);
+    for (Map.Entry<String, String> v : values.entrySet()) {
+      text = text.replace("{{" + v.getKey() + "}}", v.getValue());
+    }
+    return text;
+  }
+
+  /** A template's text, read once: the benchmarks render thousands of pods from one. */
+  private static String read(String template) {
     try (InputStream in = ExecutorPods.class.getResourceAsStream("/pods/" + template)) {
       if (in == null) {
         throw new IllegalStateException(
             "pods/" + template + " is not on the test classpath (tests/pods/, java/pom.xml)");
       }
-      String text = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-      for (Map.Entry<String, String> v : values.entrySet()) {
-        text = text.replace("{{" + v.getKey() + "}}", v.getValue());
-      }
-      return text;
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

@@ -37,7 +37,7 @@ use crate::pod::{CachedPod, PodChange};
 
 /// Bumped with every change to the format, and to a native method's signature
 /// (the same check at load keeps a jar from calling a library that takes other arguments).
-pub const VERSION: u8 = 6;
+pub const VERSION: u8 = 7;
 
 pub const TAG_CHANGES: u8 = 1;
 pub const TAG_SNAPSHOT: u8 = 2;

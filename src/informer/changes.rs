@@ -20,7 +20,10 @@
 //! ([`PodChangeQueue::handed_on`]): Spark reads a pod missing from a full
 //! snapshot as gone, so a snapshot that overtook a deleted pod's queued
 //! `PodFailed` would make Spark remove that executor as missing (exit code -1)
-//! and drop its failure.
+//! and drop its failure. Nor one that a change taken meanwhile has overtaken
+//! ([`PodChangeQueue::taken_after`]): the JVM hands a snapshot to Spark only if
+//! no change newer than it has been taken, under the lock it hands changes on
+//! under, so Spark's store never goes back in time.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -68,6 +71,8 @@ struct QueueState {
     in_hand: Option<(u64, usize)>,
     /// A consumer has taken changes; until one has, nothing waits for it.
     consumer: bool,
+    /// The newest cache generation of a change the consumer has taken.
+    taken_through: u64,
 }
 
 impl QueueState {
@@ -136,6 +141,7 @@ impl PodChangeQueue {
             let Waiting { change, first_generation } = state.pending.remove(&id).expect("every queued id has a change");
             let (oldest, len) = state.in_hand.unwrap_or((first_generation, 0));
             state.in_hand = Some((oldest.min(first_generation), len + 1));
+            state.taken_through = state.taken_through.max(change.pod().generation);
             let name = change.pod().name.clone();
             if state.newest.get(&name) == Some(&id) {
                 state.newest.remove(&name);
@@ -165,6 +171,13 @@ impl PodChangeQueue {
             }
         }
         Ok(())
+    }
+
+    /// Whether the consumer has taken a change newer than cache generation `generation`: it may
+    /// be handing it to Spark right now, so a full snapshot of that generation handed to Spark
+    /// after it would take Spark's store back in time.
+    pub(crate) fn taken_after(&self, generation: u64) -> bool {
+        self.state.lock().taken_through > generation
     }
 
     /// Whether this version of the pod was handed to the consumer last.
@@ -433,6 +446,20 @@ mod tests {
         assert_eq!(consumer.join().unwrap(), 3);
         q.close();
         assert_eq!(q.await_handed_on(9, Instant::now() + Duration::from_secs(10)), Ok(()), "closed: no wait");
+    }
+
+    #[test]
+    fn a_change_taken_after_a_snapshot_supersedes_it() {
+        let q = PodChangeQueue::default();
+        q.push(change("p1", "1", false));
+        let first = q.take(10, Duration::ZERO).unwrap()[0].pod().generation;
+        // A snapshot of the cache as of that change: nothing newer taken yet.
+        assert!(!q.taken_after(first));
+        q.push(change("p1", "2", false));
+        assert!(!q.taken_after(first), "waiting is not taken: its snapshot may still go to Spark");
+        let second = q.take(10, Duration::ZERO).unwrap()[0].pod().generation;
+        assert!(q.taken_after(first), "the consumer may be handing p1@2 to Spark: p1@1's snapshot is too old");
+        assert!(!q.taken_after(second));
     }
 
     #[test]

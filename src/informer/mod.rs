@@ -337,7 +337,8 @@ impl ExecutorPodInformer {
     /// Nor one that shows a change the consumer of [`Self::take_changes`] has not handed to
     /// Spark yet (module `changes`): it waits up to [`HANDED_ON_WAIT`] for the consumer to hand on
     /// what the snapshot shows, then hands a newer one if nothing newer waits, else that one
-    /// (as Spark's own LIST, it may then lag a change handed on meanwhile, never lead one).
+    /// (it may then lag a change taken meanwhile, never lead one; the JVM hands Spark no snapshot
+    /// that a change taken meanwhile overtook: [`Self::changes_taken_after`]).
     /// Blocks the calling thread: call it from outside the runtime.
     pub fn lister_snapshot(&self) -> Result<ListerSnapshot, NotReady> {
         let deadline = Instant::now() + HANDED_ON_WAIT;
@@ -365,6 +366,15 @@ impl ExecutorPodInformer {
         } else {
             Snapshot::Ahead { snapshot, newest }
         })
+    }
+
+    /// Whether the consumer of [`Self::take_changes`] has taken a change newer than the lister
+    /// snapshot of `view` (every change it shows is at or below its view): such a change may
+    /// reach Spark first, and the snapshot after it would take Spark's store back in time, so
+    /// the caller asks for a newer one instead. Checked by the JVM under the lock it hands changes
+    /// on under, so a change taken after the check reaches Spark after the snapshot.
+    pub fn changes_taken_after(&self, view: u64) -> bool {
+        self.shared.changes.taken_after(view)
     }
 
     /// The lister's round in one call: [`Self::lister_snapshot`] once the lister is ready, waiting

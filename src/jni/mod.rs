@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jni::objects::{JClass, JObjectArray, JString};
-use jni::sys::{jint, jlong};
+use jni::sys::{jboolean, jint, jlong};
 use jni::{Env, EnvUnowned};
 
 use crate::driver::ExecutorTracking;
@@ -143,6 +143,22 @@ pub extern "system" fn Java_org_sparkk8snative_NativeBridge_listerSnapshot<'loca
             Err(not_ready) => wire::encode_not_ready(&not_ready.to_string()),
         };
         Ok(env.byte_array_from_slice(&bytes)?)
+    })
+    .resolve::<ThrowJavaException>()
+}
+
+/// `boolean changesTakenAfter(long handle, long view)`: whether `pollChanges` has handed out a
+/// change newer than the lister snapshot of `view`, which Spark must then not be given.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_sparkk8snative_NativeBridge_changesTakenAfter<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    handle: jlong,
+    view: jlong,
+) -> jboolean {
+    env.with_env(|_| -> Result<_, JniError> {
+        let view = non_negative(view, "view")?;
+        Ok(handles::INFORMERS.get(handle)?.informer.changes_taken_after(view))
     })
     .resolve::<ThrowJavaException>()
 }

@@ -41,6 +41,9 @@ final class NativeBridge {
   /** A SNAPSHOT, UNCHANGED or NOT_READY frame (see Wire), once ready or after waitMillis. */
   static native byte[] listerSnapshot(long handle, long knownView, long waitMillis);
 
+  /** Whether pollChanges handed out a change newer than the lister snapshot of this view. */
+  static native boolean changesTakenAfter(long handle, long view);
+
   /** A HEALTH frame (see Wire). */
   static native byte[] health(long handle);
 

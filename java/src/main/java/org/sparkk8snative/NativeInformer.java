@@ -79,6 +79,15 @@ public final class NativeInformer implements AutoCloseable {
     return Wire.listerAnswer(NativeBridge.listerSnapshot(handle, knownView, waitMillis));
   }
 
+  /**
+   * Whether {@link #pollChanges} has handed out a change newer than the lister snapshot of {@code
+   * view}: that change may reach Spark first, so the snapshot must not be handed to Spark after it
+   * (Spark's store would go back in time). Asked under the lock the changes are handed on under.
+   */
+  public boolean changesTakenAfter(long view) {
+    return NativeBridge.changesTakenAfter(handle, view);
+  }
+
   /** {@link #listerSnapshot(long, long)} without waiting. */
   public ListerAnswer listerSnapshot(long knownView) {
     return listerSnapshot(knownView, 0);

@@ -13,7 +13,7 @@ import java.util.Optional;
  * fabric8: pods stay JSON bytes until the Spark glue decodes them.
  */
 final class Wire {
-  static final int VERSION = 6;
+  static final int VERSION = 7;
 
   private static final byte TAG_CHANGES = 1;
   private static final byte TAG_SNAPSHOT = 2;

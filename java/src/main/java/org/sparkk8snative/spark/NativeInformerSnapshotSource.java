@@ -1,5 +1,7 @@
 package org.sparkk8snative.spark;
 
+import io.fabric8.kubernetes.api.model.Pod;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshotsStore;
@@ -96,19 +98,33 @@ public final class NativeInformerSnapshotSource implements ExecutorPodsSnapshotS
     LOG.debug("The native informer source of {} stopped", applicationId);
   }
 
-  /** Hands each change to Spark; one undeliverable change must not stop the others. */
+  /**
+   * Hands each change to Spark, decoded first and handed over under the lock the lister hands its
+   * snapshots under (see {@link SharedNativeInformer#handOver}); one undeliverable change must not
+   * stop the others.
+   */
   private void deliver(List<PodBatch.Entry> changes, String applicationId) {
+    List<Pod> pods = new ArrayList<>(changes.size());
     for (PodBatch.Entry change : changes) {
       try {
-        store.updatePod(shared.decode(change));
+        pods.add(shared.decode(change));
       } catch (RuntimeException e) {
-        LOG.warn(
-            "Could not deliver the change of pod {} of {} to Spark",
-            change.podName(),
-            applicationId,
-            e);
+        undeliverable(change.podName(), applicationId, e);
       }
     }
+    synchronized (shared.handOver()) {
+      for (Pod pod : pods) {
+        try {
+          store.updatePod(pod);
+        } catch (RuntimeException e) {
+          undeliverable(pod.getMetadata().getName(), applicationId, e);
+        }
+      }
+    }
+  }
+
+  private static void undeliverable(String podName, String applicationId, RuntimeException e) {
+    LOG.warn("Could not deliver the change of pod {} of {} to Spark", podName, applicationId, e);
   }
 
   /** The end of delivery: expected after {@link #stop()}, an error otherwise. */

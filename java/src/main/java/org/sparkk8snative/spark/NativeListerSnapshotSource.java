@@ -38,6 +38,7 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
   private final NotReadyStreak notReady;
 
   private volatile Round lastRound;
+  private volatile long overtaken;
 
   /**
    * The cost of the last snapshot handed to Spark: from the JNI call to {@code replaceSnapshot}
@@ -123,8 +124,8 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
             ((ListerAnswer.NotReady) answer).reason(), () -> informer.health().description());
         long waited = (System.nanoTime() - began) / 1_000_000;
         next = Math.max(0, READY_WAIT_MILLIS - waited);
-      } else {
-        replace(answer, began);
+      } else if (!replace(answer, began)) {
+        next = 0; // overtaken by a change: a newer snapshot at once
       }
     } catch (IllegalStateException closed) {
       if (stopped) {
@@ -139,19 +140,40 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
     }
   }
 
-  private void replace(ListerAnswer answer, long began) {
+  /**
+   * Hands the answer's snapshot to Spark, unless a change newer than it has been taken meanwhile
+   * (while it crossed JNI and was decoded): that change may already be in Spark's store, and the
+   * snapshot after it would take the store back in time (an ended pod live again, a deleted one
+   * back). False when overtaken so: the next round asks at once for a snapshot that holds it.
+   */
+  private boolean replace(ListerAnswer answer, long began) {
     HeldSnapshot.Assembled snapshot = held.assemble(answer);
     if (snapshot == null) {
-      return;
+      return true;
     }
-    long handOver = System.nanoTime();
-    store.replaceSnapshot(snapshot.pods);
-    long done = System.nanoTime();
+    long handOver;
+    long done;
+    synchronized (shared.handOver()) {
+      if (informer.changesTakenAfter(snapshot.view)) {
+        overtaken++;
+        LOG.debug("Lister: the snapshot of view {} was overtaken by a change", snapshot.view);
+        return false;
+      }
+      handOver = System.nanoTime();
+      store.replaceSnapshot(snapshot.pods);
+      done = System.nanoTime();
+    }
     held.handedOver(snapshot);
     int pods = snapshot.pods.size();
     lastRound =
         new Round(done - began, done - handOver, pods, snapshot.decodedPods, answer.frameBytes());
     notReady.ended(pods);
+    return true;
+  }
+
+  /** Snapshots not handed to Spark because a newer change was taken while they were prepared. */
+  public long overtakenSnapshots() {
+    return overtaken;
   }
 
   /** The last snapshot handed to Spark, or null before the first. */

@@ -41,6 +41,15 @@ final class SharedNativeInformer {
     }
   }
 
+  /**
+   * Held while a source hands pods to Spark's store: the informer source around each batch's {@code
+   * updatePod} calls, the lister around its check that no change newer than its snapshot has been
+   * taken and its {@code replaceSnapshot}. A change taken after that check then reaches Spark after
+   * the snapshot, and a snapshot never lands after a newer change: Spark's store never goes back in
+   * time.
+   */
+  private final Object handOver = new Object();
+
   /** The latest decoded state of each live pod. */
   private final Map<String, Decoded> decoded = new ConcurrentHashMap<>();
 
@@ -106,6 +115,11 @@ final class SharedNativeInformer {
           (old, fresh) -> fresh.generation() >= old.generation() ? fresh : old);
     }
     return pod;
+  }
+
+  /** The lock both sources hand pods to Spark's store under. */
+  Object handOver() {
+    return handOver;
   }
 
   /** The running informer, or null. */

@@ -70,6 +70,13 @@ final class ChaosFaults {
     /** HA faults: where the balancer went (e.g. "to=b&existing=hold"). */
     String detail = "";
 
+    /**
+     * A lag: from when the balancer sent the informer to the lagging apiserver to its reconnection.
+     */
+    long laggingFrom = -1;
+
+    long laggingTo = -1;
+
     Fault(Kind kind, long millis) {
       this.kind = kind;
       this.millis = millis;
@@ -94,6 +101,14 @@ final class ChaosFaults {
           throttledServed);
     }
   }
+
+  /**
+   * After the stale bound from the move onto a lagging apiserver, the informer's last proof of its
+   * cache is older than the stale bound: from then on until the apiserver is reconnected health
+   * must not read Synced, nor the lister serve. This slack covers a step of the informer (its tick)
+   * and the handover to Spark on a loaded 2-core machine.
+   */
+  static final long LAG_PROMISE_SLACK_MS = 1_000;
 
   private record Sample(long at, InformerHealth.State state) {}
 
@@ -146,8 +161,9 @@ final class ChaosFaults {
             // Past the stale bound, as a black hole: the informer is silent from the cut on.
             case THROTTLE -> staleBoundMs + 500 + random.nextInt(2_000);
             // How long only the lagging apiserver answers: past the silence bound (the stale bound
-            // here), so that even a held connection is given up within the fault.
-            case LAG -> staleBoundMs + 1_000 + random.nextInt(3_000);
+            // here), so that even a held connection is given up within the fault, and long enough
+            // after the stale bound that health and the lister are checked over seconds of it.
+            case LAG -> staleBoundMs + LAG_PROMISE_SLACK_MS + 2_000 + random.nextInt(3_000);
             // Past the silence bound, so that a held connection is given up within the fault.
             case MOVE -> staleBoundMs + 1_000;
           };
@@ -245,6 +261,45 @@ final class ChaosFaults {
     return faults.stream().filter(f -> mustDegrade(f) && !f.degraded).map(Fault::toString).toList();
   }
 
+  /**
+   * Lags during which health read Synced while only the lagging apiserver answered: from the move
+   * plus the stale bound and slack (the design's promise: the cache unproven past the stale bound
+   * is Degraded) to the reconnection. Each sample of the whole window counts, not one Degraded
+   * seen.
+   */
+  List<String> syncedWhileLagging(List<Fault> faults) {
+    List<String> problems = new ArrayList<>();
+    for (Fault f : faults) {
+      if (f.kind != Kind.LAG) {
+        continue;
+      }
+      long from = f.laggingFrom + config.staleBoundMs() + LAG_PROMISE_SLACK_MS;
+      List<Long> synced;
+      synchronized (samples) {
+        synced =
+            samples.stream()
+                .filter(s -> s.at() >= from && s.at() <= f.laggingTo)
+                .filter(s -> s.state() == InformerHealth.State.SYNCED)
+                .map(s -> s.at() - f.laggingFrom)
+                .toList();
+      }
+      if (!synced.isEmpty()) {
+        problems.add(
+            f
+                + ": Synced "
+                + synced.size()
+                + " times between "
+                + synced.get(0)
+                + " and "
+                + synced.get(synced.size() - 1)
+                + " ms after the move onto the lagging apiserver (lag "
+                + (f.laggingTo - f.laggingFrom)
+                + " ms)");
+      }
+    }
+    return problems;
+  }
+
   /** 429 bursts of which the informer was served no 429. */
   static List<String> unthrottled(List<Fault> faults) {
     return faults.stream()
@@ -308,7 +363,9 @@ final class ChaosFaults {
         plane.control("POST", "/ha/etcd?apiserver=b&link=cut");
         Thread.sleep(1_000); // the churn moves on without it
         moveBalancer(fault.detail);
+        fault.laggingFrom = System.currentTimeMillis();
         Thread.sleep(fault.millis);
+        fault.laggingTo = System.currentTimeMillis();
         plane.control("POST", "/ha/etcd?apiserver=b&link=open");
         plane.control("POST", "/ha/release"); // as a balancer resets a dead backend's connections
       }

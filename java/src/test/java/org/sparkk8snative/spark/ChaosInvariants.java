@@ -140,16 +140,26 @@ final class ChaosInvariants {
 
   /**
    * Full snapshots while a black hole or a 429 burst kept the apiserver silent past the stale
-   * bound.
+   * bound, or while only a lagging apiserver answered past it (the HA plane's lags).
    */
   List<String> snapshotsDuringSilence(RecordingStore store, List<ChaosFaults.Fault> faults) {
     List<String> found = new ArrayList<>();
     for (ChaosFaults.Fault fault : faults) {
-      if (fault.kind != ChaosFaults.Kind.BLACKHOLE && fault.kind != ChaosFaults.Kind.THROTTLE) {
-        continue;
+      long from;
+      long to;
+      switch (fault.kind) {
+        case BLACKHOLE, THROTTLE -> {
+          from = fault.start + config.staleBoundMs() + HANDOVER_SLACK_MS;
+          to = fault.start + fault.millis - 100;
+        }
+        case LAG -> {
+          from = fault.laggingFrom + config.staleBoundMs() + ChaosFaults.LAG_PROMISE_SLACK_MS;
+          to = fault.laggingTo;
+        }
+        default -> {
+          continue;
+        }
       }
-      long from = fault.start + config.staleBoundMs() + HANDOVER_SLACK_MS;
-      long to = fault.start + fault.millis - 100;
       for (RecordingStore.Replacement r : store.replacements()) {
         if (r.at() > from && r.at() < to) {
           found.add(
@@ -252,6 +262,95 @@ final class ChaosInvariants {
                 }
               }
             });
+    return found;
+  }
+
+  /**
+   * Updates that told Spark a pod was deleted while it was still an active executor: Spark counts
+   * the executor as lost and replaces it. A pod is delivered as deleted only once the churn has
+   * sent its delete (or its inactive label, after which a relist may find it gone), never before.
+   */
+  List<String> liveDeliveredAsDeleted(RecordingStore store) {
+    Map<String, PodChurn.PodHistory> byName = new HashMap<>();
+    churn.pods().forEach(p -> byName.put(p.name, p));
+    List<String> found = new ArrayList<>();
+    store
+        .updatesByPod()
+        .forEach(
+            (name, updates) -> {
+              PodChurn.PodHistory pod = byName.get(name);
+              for (RecordingStore.Update u : updates) {
+                if (u.deleted() && (pod == null || pod.goneAt < 0 || pod.goneAt > u.at())) {
+                  found.add(
+                      name
+                          + "@"
+                          + u.version()
+                          + " delivered as deleted "
+                          + (pod == null || pod.goneAt < 0
+                              ? "and never deleted"
+                              : (pod.goneAt - u.at()) + " ms before its delete was sent"));
+                }
+              }
+            });
+    return found;
+  }
+
+  /**
+   * Pods that came back: an update or a full snapshot that shows a pod live after an update
+   * delivered it as deleted (a deleted pod's name never returns: the churn's names are unique).
+   */
+  static List<String> resurrected(RecordingStore store) {
+    List<String> found = new ArrayList<>();
+    store
+        .updatesByPod()
+        .forEach(
+            (name, updates) -> {
+              boolean deleted = false;
+              for (RecordingStore.Update u : updates) {
+                if (deleted && !u.deleted()) {
+                  found.add(name + "@" + u.version() + " delivered live after its deletion");
+                }
+                deleted |= u.deleted();
+              }
+            });
+    store
+        .resurrectedBySnapshot()
+        .forEach(p -> found.add(p + " in a full snapshot after its deletion"));
+    return found;
+  }
+
+  /**
+   * Pods whose Failed or Succeeded state (what Spark counts as an executor's exit) did not reach
+   * the store before their deletion did, although the watch saw the deletion: a watch shows every
+   * change in order, so the informer saw the terminal state and must have delivered it (its queue
+   * coalesces only what Spark does not act on); so must a relist that found the pod ended. Exempt
+   * only a deletion a relist made up from a version older than the terminal write (the last one the
+   * informer held): a pod that ended and went while the informer was away, which no LIST can show
+   * (Spark's own sources neither).
+   */
+  List<String> terminalStatesLost(RecordingStore store) {
+    Map<String, List<RecordingStore.Update>> updates = store.updatesByPod();
+    List<String> found = new ArrayList<>();
+    for (PodChurn.PodHistory pod : churn.pods()) {
+      long terminal = pod.terminalVersion;
+      if (terminal < 0) {
+        continue;
+      }
+      boolean terminalSeen = false;
+      for (RecordingStore.Update u : updates.getOrDefault(pod.name, List.of())) {
+        if (u.deleted() && u.version() >= terminal && !terminalSeen) {
+          found.add(
+              pod.name
+                  + ": written terminal at "
+                  + terminal
+                  + ", delivered deleted at "
+                  + u.version()
+                  + " without a terminal state before");
+          break;
+        }
+        terminalSeen |= u.terminal() && u.version() >= terminal;
+      }
+    }
     return found;
   }
 

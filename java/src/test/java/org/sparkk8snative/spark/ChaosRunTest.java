@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -224,7 +225,11 @@ class ChaosRunTest {
       List<String> serviceProblems,
       List<String> leftoverServices,
       List<String> outOfOrder,
-      List<String> snapshotsDuringSilence) {
+      List<String> snapshotsDuringSilence,
+      List<String> liveDeliveredAsDeleted,
+      List<String> resurrected,
+      List<String> backInTime,
+      List<String> terminalStatesLost) {
     Map<Kind, Long> byKind() {
       return new TreeMap<>(
           faults.stream().collect(Collectors.groupingBy(f -> f.kind, Collectors.counting())));
@@ -255,7 +260,21 @@ class ChaosRunTest {
         // Gone executors' Services go deleteAfter (1s) after their pod, retried for a few seconds.
         within(Duration.ofSeconds(10), () -> invariants.leftoverServices(truth)),
         ChaosInvariants.outOfOrder(store),
-        invariants.snapshotsDuringSilence(store, done));
+        invariants.snapshotsDuringSilence(store, done),
+        invariants.liveDeliveredAsDeleted(store),
+        ChaosInvariants.resurrected(store),
+        backInTime(),
+        invariants.terminalStatesLost(store));
+  }
+
+  /**
+   * Deliveries older than what Spark's store already had of their pod: an update older than an
+   * earlier update or snapshot, or a full snapshot carrying a pod older than an update delivered.
+   */
+  private List<String> backInTime() {
+    List<String> found = new ArrayList<>(store.updatesBackInTime());
+    store.olderThanDelivered().forEach(p -> found.add(p + " in a full snapshot"));
+    return found;
   }
 
   /** The run's one summary line: what churned, what the faults did, what reached Spark. */
@@ -268,9 +287,9 @@ class ChaosRunTest {
         "chaos "
             + config
             + " seed=%d duration=%ds (faults %ds) faults=%d (%s) pods=%d changes=%d delivered=%d coalesced=%d lost=%d "
-            + "outOfOrder=%d spuriousRemovals=%d staleSnapshots=%d resumeRaces=%d longestMissing=%dms relists=%d "
+            + "outOfOrder=%d liveDeliveredAsDeleted=%d resurrected=%d backInTime=%d terminalLost=%d spuriousRemovals=%d staleSnapshots=%d resumeRaces=%d longestMissing=%dms relists=%d "
             + "reconnects=%d degradedObserved=%d/%d updates=%d fullSnapshots=%d services=%d/%d leftoverServices=%d "
-            + "retriedWrites=%d served429=%d",
+            + "retriedWrites=%d served429=%d overtakenSnapshots=%d",
         SEED,
         seconds,
         faultSeconds,
@@ -284,6 +303,10 @@ class ChaosRunTest {
         changes - delivered,
         found.notYetDelivered().size(),
         found.outOfOrder().size(),
+        found.liveDeliveredAsDeleted().size(),
+        found.resurrected().size(),
+        found.backInTime().size(),
+        found.terminalStatesLost().size(),
         invariants.spuriousRemovals().size(),
         invariants.unsyncedOrStale().size()
             + found.snapshotsDuringSilence().size()
@@ -300,10 +323,11 @@ class ChaosRunTest {
         found.truth().size(),
         found.leftoverServices().size(),
         churn.retried.get(),
-        done.stream().mapToLong(f -> f.throttledServed).sum());
+        done.stream().mapToLong(f -> f.throttledServed).sum(),
+        sources.listerSource().overtakenSnapshots());
   }
 
-  /** What the run shows that is no failure but worth a look: kept Services, older snapshots. */
+  /** What the run shows that is no failure but worth a look: kept Services. */
   private void printNotes(Findings found) {
     if (!found.leftoverServices().isEmpty()) {
       System.out.println(
@@ -319,12 +343,6 @@ class ChaosRunTest {
                               + whenGone(Long.parseLong(p.split(" ")[2]), found.faults())
                               + ")")
                   .collect(Collectors.joining("; ")));
-    }
-    if (!store.olderThanDelivered().isEmpty()) {
-      System.out.println(
-          "chaos note: full snapshots that carried a pod older than an update already delivered "
-              + "(Spark's own watch + polling sources race the same way): "
-              + store.olderThanDelivered());
     }
   }
 
@@ -343,6 +361,20 @@ class ChaosRunTest {
         found.notYetDelivered(),
         "every pod's last state reached the store; the last full snapshot equals the LIST" + seed);
     assertEquals(List.of(), found.outOfOrder(), "each pod's updates in order" + seed);
+    assertEquals(
+        List.of(),
+        found.liveDeliveredAsDeleted(),
+        "no pod delivered as deleted before its delete was sent" + seed);
+    assertEquals(List.of(), found.resurrected(), "no pod delivered live after its deletion" + seed);
+    assertEquals(
+        List.of(),
+        found.backInTime(),
+        "never back in time: nothing delivered older than what the store already had" + seed);
+    assertEquals(
+        List.of(),
+        found.terminalStatesLost(),
+        "every Failed or Succeeded the watch saw reached the store before the pod's deletion"
+            + seed);
     assertEquals(List.of(), found.sparkDisagrees(), "Spark's own snapshot equals the LIST" + seed);
     assertEquals(
         List.of(),
@@ -374,6 +406,10 @@ class ChaosRunTest {
         ChaosFaults.unthrottled(done),
         "every 429 burst was served to the informer" + seed);
     assertEquals(List.of(), faults.unseen(done), "health went Degraded during every fault" + seed);
+    assertEquals(
+        List.of(),
+        faults.syncedWhileLagging(done),
+        "health never Synced while only a lagging apiserver answered, past the stale bound" + seed);
     assertEquals(
         List.of(), found.serviceProblems(), "every live executor has exactly one Service" + seed);
     assertEquals(

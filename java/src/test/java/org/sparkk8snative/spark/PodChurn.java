@@ -50,6 +50,9 @@ final class PodChurn {
     /** Whether it left through the inactive label (its last write) rather than a delete. */
     volatile boolean inactivated;
 
+    /** The resourceVersion of its write to Failed or Succeeded; -1 while it has none. */
+    volatile long terminalVersion = -1;
+
     /** resourceVersions of every write, in order. */
     final List<Long> versions = new ArrayList<>();
 
@@ -219,7 +222,11 @@ final class PodChurn {
   }
 
   private void setPhase(PodHistory pod, String phase, int exitCode) {
-    pod.wrote(retrying(phase + " " + pod.name, () -> plane.setPhase(pod.name, phase, exitCode)));
+    Pod written = retrying(phase + " " + pod.name, () -> plane.setPhase(pod.name, phase, exitCode));
+    pod.wrote(written);
+    if (phase.equals("Failed") || phase.equals("Succeeded")) {
+      pod.terminalVersion = Long.parseLong(written.getMetadata().getResourceVersion());
+    }
     pod.phase = phase;
     phaseChanges.incrementAndGet();
   }

@@ -3,8 +3,10 @@ package org.sparkk8snative.spark;
 import io.fabric8.kubernetes.api.model.Pod;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshot;
@@ -22,7 +24,12 @@ import scala.runtime.BoxedUnit;
  * full snapshot replaces everything.
  */
 final class RecordingStore extends ForwardingSnapshotsStore {
-  record Update(long at, String pod, long version, boolean deleted) {}
+  /** One {@code updatePod}: when, which pod, its resourceVersion, deleted or not, its phase. */
+  record Update(long at, String pod, long version, boolean deleted, String phase) {
+    boolean terminal() {
+      return "Failed".equals(phase) || "Succeeded".equals(phase);
+    }
+  }
 
   /** A full snapshot: pod name to resourceVersion, and the health when it was handed over. */
   record Replacement(long at, Map<String, Long> versions, InformerHealth health) {}
@@ -38,6 +45,18 @@ final class RecordingStore extends ForwardingSnapshotsStore {
 
   /** Pods a full snapshot carried at an older version than an update had already delivered. */
   private final List<String> olderThanDelivered = new ArrayList<>();
+
+  /** Pods a full snapshot carried after an update had delivered them as deleted. */
+  private final List<String> resurrectedBySnapshot = new ArrayList<>();
+
+  /** Updates older than what the store had already received of their pod, by update or snapshot. */
+  private final List<String> updatesBackInTime = new ArrayList<>();
+
+  /** The newest resourceVersion of each pod the store ever received, by update or snapshot. */
+  private final Map<String, Long> newestDelivered = new HashMap<>();
+
+  /** Pods an update delivered as deleted. */
+  private final Set<String> deliveredDeleted = new HashSet<>();
 
   private volatile ExecutorPodsSnapshot lastSparkSnapshot;
 
@@ -63,7 +82,15 @@ final class RecordingStore extends ForwardingSnapshotsStore {
   public synchronized void updatePod(Pod pod) {
     String name = pod.getMetadata().getName();
     boolean deleted = pod.getMetadata().getDeletionTimestamp() != null;
-    Update update = new Update(System.currentTimeMillis(), name, version(pod), deleted);
+    String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
+    Update update = new Update(System.currentTimeMillis(), name, version(pod), deleted, phase);
+    Long newest = newestDelivered.merge(name, update.version(), Math::max);
+    if (newest > update.version()) {
+      updatesBackInTime.add(name + "@" + update.version() + " after " + newest);
+    }
+    if (deleted) {
+      deliveredDeleted.add(name);
+    }
     updates.add(update);
     updatesByPod.computeIfAbsent(name, k -> new ArrayList<>()).add(update);
     if (deleted) {
@@ -87,6 +114,10 @@ final class RecordingStore extends ForwardingSnapshotsStore {
           if (delivered != null && delivered > version) {
             olderThanDelivered.add(name + "@" + version + "<" + delivered);
           }
+          if (deliveredDeleted.contains(name)) {
+            resurrectedBySnapshot.add(name + "@" + version);
+          }
+          newestDelivered.merge(name, version, Math::max);
         });
     Replacement replacement =
         new Replacement(System.currentTimeMillis(), Map.copyOf(versions), now);
@@ -126,6 +157,15 @@ final class RecordingStore extends ForwardingSnapshotsStore {
 
   synchronized List<String> olderThanDelivered() {
     return new ArrayList<>(olderThanDelivered);
+  }
+
+  synchronized List<String> resurrectedBySnapshot() {
+    return new ArrayList<>(resurrectedBySnapshot);
+  }
+
+  /** Updates older than a version of their pod already delivered, by an update or a snapshot. */
+  synchronized List<String> updatesBackInTime() {
+    return new ArrayList<>(updatesBackInTime);
   }
 
   /** The latest snapshot Spark's own subscribers saw. */

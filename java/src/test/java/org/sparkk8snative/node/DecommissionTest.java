@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
@@ -17,7 +18,6 @@ import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
 import org.apache.spark.TaskFailedReason;
 import org.apache.spark.scheduler.SparkListener;
-import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsLifecycleManager;
@@ -53,12 +53,13 @@ class DecommissionTest extends NodeTest {
 
   /**
    * What the deletion did: Spark's reason for the removal and how long after the deletion it came,
-   * the stages and fetch failures of the job run again over the shuffle, the cached partitions
-   * after the executor left, the failures counted, and (native) whether the pod's Service was
-   * deleted after its pod.
+   * the executors Spark removed (by id), the stages and fetch failures of the job run again over
+   * the shuffle, the cached partitions after the executor left, the failures counted, and (native)
+   * whether the pod's Service was deleted after its pod.
    */
   private record Outcome(
       String reason,
+      Set<String> executorsRemoved,
       Integer exitCode,
       String decommissionLog,
       long removedMillis,
@@ -86,18 +87,11 @@ class DecommissionTest extends NodeTest {
       SparkSession spark = job.spark;
       SparkContext sc = job.sc;
       String appId = job.appId;
-      Map<String, String> removedWhy = new ConcurrentHashMap<>();
-      Map<String, Long> removedAt = new ConcurrentHashMap<>();
+      ExecutorRemovals removals = ExecutorRemovals.of(sc);
       AtomicInteger stagesSubmitted = new AtomicInteger();
       AtomicInteger fetchFailures = new AtomicInteger();
       sc.addSparkListener(
           new SparkListener() {
-            @Override
-            public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
-              removedAt.put(e.executorId(), System.nanoTime());
-              removedWhy.put(e.executorId(), e.reason());
-            }
-
             @Override
             public void onStageSubmitted(SparkListenerStageSubmitted e) {
               stagesSubmitted.incrementAndGet();
@@ -147,7 +141,7 @@ class DecommissionTest extends NodeTest {
       TestPlane.eventually(
           "Spark to remove the decommissioned executor " + victim,
           Duration.ofSeconds(90),
-          () -> removedWhy.containsKey(victim));
+          () -> removals.removed(victim));
       TestPlane.eventually(
           "the cached partitions to be all cached again (migrated)",
           Duration.ofSeconds(30),
@@ -178,7 +172,8 @@ class DecommissionTest extends NodeTest {
         }
       }
       return new Outcome(
-          removedWhy.get(victim),
+          removals.reason(victim),
+          removals.ids(),
           exitCode,
           victimLog
               .toString(StandardCharsets.UTF_8)
@@ -190,7 +185,7 @@ class DecommissionTest extends NodeTest {
                           || line.contains("Exception")
                           || line.contains("Caused by"))
               .collect(Collectors.joining("\n")),
-          (removedAt.get(victim) - deleted) / 1_000_000,
+          (removals.removedAt(victim) - deleted) / 1_000_000,
           stagesRunAgain,
           fetchFailures.get(),
           cachedPartitions(sc),
@@ -235,6 +230,15 @@ class DecommissionTest extends NodeTest {
     BothSources<Outcome> both = BothSources.run("decommission", this::run);
     both.each(this::checkRun);
     assertTrue(both.nativeRun.serviceDeleted(), "the Service follows the cleanup rule");
+    // The executors Spark removed, by id: each run deletes executor 1 (the first of its executors
+    // 1 and 2 by pod name, as the apiserver lists them), and Spark must remove it and no other
+    // (its peer, which took its blocks, stays); a peer that one source delivered as gone would be
+    // removed in that run only. The reasons are checked in checkRun instead, not compared: either
+    // of DECOMMISSIONED_AND_DELETED, with either source.
+    assertEquals(
+        both.legacyRun.executorsRemoved(),
+        both.nativeRun.executorsRemoved(),
+        "the executors Spark removed (by id), with the native sources against Spark's own");
     both.nativeNoLaterThanLegacy("removed from Spark", Outcome::removedMillis, REMOVAL_SLACK_MS);
   }
 
@@ -244,14 +248,14 @@ class DecommissionTest extends NodeTest {
    */
   private void checkRun(String mode, Outcome run) {
     System.out.printf(
-        "decommission, %s: exit code %s, removed %d ms after its pod's deletion (%s); the job"
-            + " again: %d"
-            + " stage(s) run, %d fetch failures; %d of %d cached partitions; %d failures"
-            + " counted%s%n",
+        "decommission, %s: exit code %s, removed %d ms after its pod's deletion (%s); executors"
+            + " removed: %s; the job again: %d stage(s) run, %d fetch failures; %d of %d cached"
+            + " partitions; %d failures counted%s%n",
         mode,
         run.exitCode(),
         run.removedMillis(),
         run.reason().replace('\n', ' '),
+        run.executorsRemoved(),
         run.stagesRunAgain(),
         run.fetchFailures(),
         run.cachedPartitions(),

@@ -14,9 +14,9 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 import java.util.regex.Matcher;
@@ -26,7 +26,6 @@ import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerExecutorAdded;
-import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerTaskStart;
 import org.apache.spark.scheduler.TaskSchedulerImpl;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsAllocator;
@@ -48,11 +47,12 @@ import scala.jdk.javaapi.CollectionConverters;
  * both sources must give Spark the same outcome, loss by loss: the same reason, the failures
  * counted toward {@code spark.executor.maxNumFailures} during that loss (the number the victim's
  * failure must count, plus one for each other executor lost with a failed pod), one executor added
- * for each executor lost, no other executor removed as missing, the victim removed no later than
- * with Spark's own sources plus {@link #REMOVAL_SLACK_MS}, and the victim's own replacement
- * registered no later than with Spark's own plus {@link #REPLACEMENT_SLACK_MS}. Every comparison of
- * every loss is checked and reported together, so that one run of several minutes names all that
- * differ.
+ * for each executor lost, the same other executors removed on the word of the source (by role and
+ * Spark's reason: {@link #removedOnTheSourcesWord}), no other executor removed as missing, the
+ * victim removed no later than with Spark's own sources plus {@link #REMOVAL_SLACK_MS}, and the
+ * victim's own replacement registered no later than with Spark's own plus {@link
+ * #REPLACEMENT_SLACK_MS}. Every comparison of every loss is checked and reported together, so that
+ * one run of several minutes names all that differ.
  */
 class ExecutorFailuresTest extends NodeTest {
   private static final long ROWS = Long.getLong("failures.rows", 8_000_000L);
@@ -84,9 +84,10 @@ class ExecutorFailuresTest extends NodeTest {
    * What one failure did, counted from its start to its replacement's registration: how Spark
    * explained the loss, the failures it counted and the executors it added meanwhile, the times
    * from the failure to Spark's removal of the executor and to the registration of the victim's own
-   * replacement ({@link #replacementOf}), and Spark's reasons for removing any other executor
-   * meanwhile (a healthy executor sometimes misses its heartbeats while the stage reruns, or exits,
-   * and Spark replaces it too).
+   * replacement ({@link #replacementOf}), the victim's peers (the executors alive with it at the
+   * failure), and Spark's reasons for removing any other executor meanwhile, by id, every one it
+   * posted, its own first (a healthy executor sometimes misses its heartbeats while the stage
+   * reruns, and Spark replaces it too).
    */
   private record Loss(
       String failure,
@@ -96,7 +97,8 @@ class ExecutorFailuresTest extends NodeTest {
       long millis,
       String replacement,
       long replacedMillis,
-      List<String> othersRemoved,
+      Set<String> peers,
+      Map<String, List<String>> othersRemoved,
       List<String> allocatorRequests) {}
 
   /**
@@ -131,11 +133,7 @@ class ExecutorFailuresTest extends NodeTest {
     String appId = sc.applicationId();
     Set<String> added = ConcurrentHashMap.newKeySet();
     Map<String, Long> addedAt = new ConcurrentHashMap<>();
-    // Spark may post more than one removal event for an executor (SPARK-35011: a removal of an
-    // executor already removed is posted too, e.g. the pod's deletion after a heartbeat timeout's
-    // kill): the first is when Spark removed it; every reason is kept, in order.
-    Map<String, List<String>> removedWhy = new ConcurrentHashMap<>();
-    Map<String, Long> removedAt = new ConcurrentHashMap<>();
+    ExecutorRemovals removals = ExecutorRemovals.of(sc);
     java.util.concurrent.atomic.AtomicReference<String> taskStartedOn =
         new java.util.concurrent.atomic.AtomicReference<>();
     Map<String, Long> podEndedAt = new ConcurrentHashMap<>();
@@ -146,14 +144,6 @@ class ExecutorFailuresTest extends NodeTest {
           public void onExecutorAdded(SparkListenerExecutorAdded e) {
             addedAt.put(e.executorId(), System.nanoTime());
             added.add(e.executorId());
-          }
-
-          @Override
-          public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
-            removedAt.putIfAbsent(e.executorId(), System.nanoTime());
-            removedWhy
-                .computeIfAbsent(e.executorId(), id -> new CopyOnWriteArrayList<>())
-                .add(e.reason());
           }
 
           @Override
@@ -202,7 +192,9 @@ class ExecutorFailuresTest extends NodeTest {
             () -> taskStartedOn.get() != null);
         String victim = taskStartedOn.get();
         String victimPod = plane.executorPod(appId, victim).getMetadata().getName();
-        Set<String> removedBefore = Set.copyOf(removedWhy.keySet());
+        Set<String> peers = alive.get();
+        peers.remove(victim);
+        Set<String> removedBefore = removals.ids();
         int failedBefore = lifecycle.getNumExecutorsFailed();
         int addedBefore = added.size();
         int requestsBefore = allocatorRequests(allocatorLog).size();
@@ -213,8 +205,8 @@ class ExecutorFailuresTest extends NodeTest {
         TestPlane.eventually(
             "Spark to remove executor " + victim + " (" + failure.getKey() + ")",
             Duration.ofSeconds(60),
-            () -> removedWhy.containsKey(victim));
-        long millis = (removedAt.get(victim) - began) / 1_000_000;
+            () -> removals.removed(victim));
+        long millis = (removals.removedAt(victim) - began) / 1_000_000;
         TestPlane.eventually(
             "the pod of executor " + victim + " to be gone",
             Duration.ofSeconds(60),
@@ -228,21 +220,20 @@ class ExecutorFailuresTest extends NodeTest {
             "a replacement for executor " + victim + " and no other executor pod live",
             Duration.ofSeconds(180),
             () -> alive.get().size() == EXECUTORS && livePods(appId) == EXECUTORS);
-        List<String> othersRemoved =
-            removedWhy.entrySet().stream()
-                .filter(e -> !removedBefore.contains(e.getKey()) && !e.getKey().equals(victim))
-                .map(e -> e.getKey() + ": " + String.join(" | ", e.getValue()))
-                .toList();
+        Map<String, List<String>> othersRemoved = new TreeMap<>(removals.reasons());
+        othersRemoved.keySet().removeAll(removedBefore);
+        othersRemoved.remove(victim);
         String replacement = replacementOf(victim, began, podEndedAt, addedAt);
         losses.add(
             new Loss(
                 failure.getKey(),
-                removedWhy.get(victim).get(0),
+                removals.reason(victim),
                 lifecycle.getNumExecutorsFailed() - failedBefore,
                 added.size() - addedBefore,
                 millis,
                 replacement,
                 replacement == null ? -1 : (addedAt.get(replacement) - began) / 1_000_000,
+                peers,
                 othersRemoved,
                 allocatorRequests(allocatorLog).stream().skip(requestsBefore).toList()));
       }
@@ -338,8 +329,11 @@ class ExecutorFailuresTest extends NodeTest {
       return "heartbeat timeout";
     } else if (reason.contains("killed by driver")) {
       return "killed by driver";
+    } else if (reason.contains("was not found in the cluster")) {
+      return "not found";
     }
-    return reason;
+    Matcher exit = EXIT_CODE.matcher(reason);
+    return exit.find() ? "exit " + exit.group(1) : reason;
   }
 
   /**
@@ -371,13 +365,46 @@ class ExecutorFailuresTest extends NodeTest {
    */
   private static int othersFailed(Loss loss) {
     int failed = 0;
-    for (String reason : loss.othersRemoved()) {
-      Matcher exit = EXIT_CODE.matcher(reason);
+    for (List<String> reasons : loss.othersRemoved().values()) {
+      Matcher exit = EXIT_CODE.matcher(String.join(" | ", reasons));
       if (exit.find() && !exit.group(1).equals("0")) {
         failed++;
       }
     }
     return failed;
+  }
+
+  /**
+   * What the driver removes a healthy executor for by itself: it missed its heartbeats (the 2 cores
+   * busy rerunning the stage), so the driver kills it, and only then does its pod exit.
+   */
+  private static final Set<String> DRIVERS_OWN_REMOVALS =
+      Set.of("killed by driver", "heartbeat timeout");
+
+  /**
+   * The other executors Spark removed during a loss on the word of its source: those whose first
+   * removal was not the driver's own (their pod delivered as failed, succeeded, deleted or
+   * missing), each as its role, a peer of the victim or an executor added since the failure, and
+   * the kind of Spark's reason. By role, not id: the victim is whichever executor started a task
+   * first, and every earlier replacement shifts the ids, so a run's ids are not the other's.
+   */
+  private static List<String> removedOnTheSourcesWord(Loss loss) {
+    return loss.othersRemoved().entrySet().stream()
+        .filter(other -> !DRIVERS_OWN_REMOVALS.contains(kind(other.getValue().get(0))))
+        .map(
+            other ->
+                (loss.peers().contains(other.getKey()) ? "a peer" : "an executor added since")
+                    + ": "
+                    + kind(other.getValue().get(0)))
+        .sorted()
+        .toList();
+  }
+
+  /** Every other executor removed during a loss, with every reason Spark posted, in order. */
+  private static List<String> others(Loss loss) {
+    return loss.othersRemoved().entrySet().stream()
+        .map(other -> other.getKey() + ": " + String.join(" | ", other.getValue()))
+        .toList();
   }
 
   @Test
@@ -400,15 +427,34 @@ class ExecutorFailuresTest extends NodeTest {
           n.millis(),
           n.replacement(),
           n.replacedMillis(),
-          n.othersRemoved(),
+          others(n),
           kind(l.sparkReason()),
           l.failuresCounted(),
           l.executorsAdded(),
           l.millis(),
           l.replacement(),
           l.replacedMillis(),
-          l.othersRemoved());
+          others(l));
       checks.add(() -> assertEquals(outcome(l), outcome(n), n.failure() + ": Spark's reason"));
+      // The other executors Spark removed meanwhile on its source's word, the same with both
+      // sources (none in the runs reliability.md records: every other executor lost there was
+      // the driver's kill first). A healthy executor that the native sources delivered as deleted
+      // or failed (Spark removes it, "deleted by a user or the framework", and replaces it) is
+      // one more here, where counting the executors added against those lost would pass it.
+      // Those the driver removed itself are not compared: whether a healthy executor misses its
+      // heartbeats is the 2 cores' timing, seen with either source in one run and not the other
+      // (0-2 per loss); they are counted below.
+      checks.add(
+          () ->
+              assertEquals(
+                  removedOnTheSourcesWord(l),
+                  removedOnTheSourcesWord(n),
+                  n.failure()
+                      + ": other executors removed on the source's word (role: Spark's reason);"
+                      + " every other removal, native: "
+                      + others(n)
+                      + ", Spark's own: "
+                      + others(l)));
       for (var run : Map.of("native", n, "Spark's own", l).entrySet()) {
         Loss loss = run.getValue();
         String which = loss.failure() + ", " + run.getKey() + " sources";
@@ -422,11 +468,12 @@ class ExecutorFailuresTest extends NodeTest {
                     loss.failuresCounted(),
                     which
                         + ": failures counted, with executors lost "
-                        + loss.othersRemoved()
+                        + others(loss)
                         + " besides the victim"));
         // One executor for each that Spark lost: the victim, and any healthy one that missed its
-        // heartbeats meanwhile (seen with either source, on 2 cores, 0-2 per loss). An executor
-        // added for no loss is the allocator acting on a snapshot that lacked a pending pod.
+        // heartbeats meanwhile (seen with either source, on 2 cores, 0-2 per loss; any other
+        // removal is compared above). An executor added for no loss is the allocator acting on a
+        // snapshot that lacked a pending pod.
         checks.add(
             () ->
                 assertEquals(
@@ -434,7 +481,7 @@ class ExecutorFailuresTest extends NodeTest {
                     loss.executorsAdded(),
                     which
                         + ": executors added, against executors lost "
-                        + loss.othersRemoved()
+                        + others(loss)
                         + " besides the victim; the allocator: "
                         + loss.allocatorRequests()));
         checks.add(
@@ -444,7 +491,7 @@ class ExecutorFailuresTest extends NodeTest {
                     which
                         + ": no replacement of the victim registered; the allocator: "
                         + loss.allocatorRequests()));
-        for (String other : loss.othersRemoved()) {
+        for (String other : others(loss)) {
           checks.add(
               () ->
                   assertTrue(

@@ -5,10 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -16,6 +18,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.spark.FetchFailed;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
+import org.apache.spark.SparkExecutorInfo;
 import org.apache.spark.TaskFailedReason;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
@@ -32,9 +35,12 @@ import org.sparkk8snative.TestPlane;
  * known by pod IP), on a network that drops traffic to a gone pod's IP as a routed multi-node
  * network does. The victim is frozen (SIGSTOP) before the reduce stage, so that the reducers on its
  * peer are surely fetching from it, then killed: the peer's fetch fails, and its retries go to the
- * gone executor's address. Through its Service each retry is refused at once; to its old pod IP
- * each waits out {@code spark.shuffle.io.connectionTimeout}. Reported: the job's time and the time
- * from the kill to the fetch failure that makes Spark recompute the lost map output.
+ * gone executor's address. Asserted, in each case: the job's answer, that the peers know the victim
+ * by the address the test then dials, and what a connection to it meets once the victim's pod is
+ * gone: through its Service refused at once, to its old pod IP no answer until the connect timeout.
+ * Reported, not asserted: the job's time, and the times from the kill to the first fetch failure
+ * and to the end of the peer's task that was fetching from the victim, which the resubmitted stage
+ * decides (see the test).
  *
  * <p>Quick by default (1 retry, a 20 s connect timeout); {@code -Dfetch.sparkDefaults=true} runs
  * Spark's defaults (3 retries, 120 s), about 6 minutes for the legacy case.
@@ -56,15 +62,18 @@ class FetchFromAGoneExecutorTest extends NodeTest {
   /**
    * The job's time; from the kill, the first fetch failure of any task (what makes Spark resubmit
    * the map stage) and the end of the peer's reduce task that was fetching from the victim when it
-   * died (how long that task, and its core, waited), with how it ended; times in ms. And, once the
-   * victim's pod is gone, how a connection to the address the peers know it by ends (its Service,
-   * or its old pod IP): what every fetch retry meets.
+   * died (how long that task, and its core, waited), with how it ended; times in ms. The hosts
+   * Spark knew its executors' block managers by before the kill, the victim's address the test
+   * dials (its Service's name, or its pod IP), and, once the victim's pod is gone, how a connection
+   * to that address ends: what every fetch retry meets.
    */
   private record Outcome(
       long jobMillis,
       long killToFirstFetchFailedMillis,
       long killToPeersTaskEndMillis,
       String peersTaskEnd,
+      List<String> executorHosts,
+      String victimsAddress,
       ConnectionProbes.Attempt toTheGoneExecutor) {}
 
   private SparkConf conf(String driverPod, boolean services) {
@@ -99,6 +108,7 @@ class FetchFromAGoneExecutorTest extends NodeTest {
       AtomicLong peersTaskEndedAt = new AtomicLong();
       AtomicReference<String> peersTaskEnd = new AtomicReference<>();
       Map<String, String> victimPod = new ConcurrentHashMap<>();
+      List<String> executorHosts = new CopyOnWriteArrayList<>();
       CompletableFuture<Void> freezeThenKill = new CompletableFuture<>();
       sc.addSparkListener(
           new SparkListener() {
@@ -124,8 +134,14 @@ class FetchFromAGoneExecutorTest extends NodeTest {
                         Pod victimsPod = plane.executorPod(appId, victim);
                         String pod = victimsPod.getMetadata().getName();
                         victimPod.put("name", pod);
-                        victimPod.put("ip", victimsPod.getStatus().getPodIP());
-                        victimPod.put("service", ExecutorServiceNames.serviceName(appId, victim));
+                        victimPod.put(
+                            "address",
+                            services
+                                ? ExecutorServiceNames.serviceName(appId, victim)
+                                : victimsPod.getStatus().getPodIP());
+                        Arrays.stream(sc.statusTracker().getExecutorInfos())
+                            .map(SparkExecutorInfo::host)
+                            .forEach(executorHosts::add);
                         node.signal(pod, "STOP");
                         Thread.sleep(LAST_MAP_TASK_MILLIS + FROZEN_MILLIS);
                         killedAt.set(System.nanoTime());
@@ -195,8 +211,9 @@ class FetchFromAGoneExecutorTest extends NodeTest {
             (firstFetchFailedAt.get() - killedAt.get()) / 1_000_000,
             (peersTaskEndedAt.get() - killedAt.get()) / 1_000_000,
             peersTaskEnd.get(),
-            ConnectionProbes.connect(
-                victimPod.get(services ? "service" : "ip"), ProcessNode.BLOCK_MANAGER_PORT));
+            List.copyOf(executorHosts),
+            victimPod.get("address"),
+            ConnectionProbes.connect(victimPod.get("address"), ProcessNode.BLOCK_MANAGER_PORT));
       } finally {
         node.dropTrafficToGonePods(false);
       }
@@ -230,35 +247,33 @@ class FetchFromAGoneExecutorTest extends NodeTest {
         withServices.toTheGoneExecutor().millis(),
         withPodIps.toTheGoneExecutor().outcome(),
         withPodIps.toTheGoneExecutor().millis());
-    long retriesWait = RETRIES * RETRY_WAIT_SECONDS * 1000L;
-    long connectTimeouts = RETRIES * CONNECT_TIMEOUT_SECONDS * 1000L;
-    // Through the Service: the peer's fetch fails after the retries' waits and little else (each
-    // attempt is refused at once), unless the stage's end kills its task first (with Spark's
-    // 3 retries, 15 s of waits outlast the resubmitted stage).
-    assertTrue(
-        withServices.killToPeersTaskEndMillis() < retriesWait + 5_000,
-        "with Services, the peer's task ends within the retries' waits: " + withServices);
-    // What each retry meets through the Service: refused at once (the Service outlives its pod by
-    // spark.kubernetes.native.service.deleteAfter, 300 s by default, with no endpoint), never a
-    // wait. Whether the peer's fetch then fails before the stage's end kills its task is a race
-    // the resubmitted stage often wins.
+    // Services decide what each fetch retry meets, and that is what is asserted; not when the
+    // peer's task ends. Spark does not wait for that task (the loss unregisters the victim's map
+    // output, the first task to miss it fails at once, the stage is resubmitted), and the
+    // resubmitted stage's end kills it whether or not its fetch has failed, so its end times the
+    // stage, with or without Services (on a new machine: killed at the stage's end 10.2 s after
+    // the kill with Services, the first fetch failure at 6.9 s; 9.3 s by pod IP). Printed above.
+    for (Outcome run : List.of(withServices, withPodIps)) {
+      // The address every retry goes to, which the test dials: the victim's block manager is
+      // known by its Service's name (it advertises the Service, which exists), or by its pod IP
+      // without Services.
+      assertTrue(
+          run.executorHosts().contains(run.victimsAddress()),
+          "the peers know the victim by the address dialed: " + run);
+    }
+    // Through its Service, refused at once: the Service outlives its pod by
+    // spark.kubernetes.native.service.deleteAfter (300 s by default) with no endpoint, which
+    // kube-proxy rejects. "At once" is ConnectionProbes.refusedFast, within 200 ms: such a
+    // refusal took 1 to 20 ms on the node and a wait takes the probe's whole 10 s connect
+    // timeout, so the bound is 10 times the slowest refusal seen and 1/50 of a wait.
     assertTrue(
         ConnectionProbes.refusedFast(withServices.toTheGoneExecutor()),
         "a connection through the gone executor's Service is refused at once: " + withServices);
     // By pod IP the gone executor's address answers nothing: a connection waits out its whole
-    // timeout, as every fetch retry does (whether or not the stage's end kills the peer's task
-    // before its fetch fails, as it always does on Spark 4.2). A refusal would mean the pod-IP
-    // case measured nothing.
+    // timeout, as every fetch retry does. A refusal would mean the pod-IP case measured nothing.
     assertEquals(
         "timed out",
         withPodIps.toTheGoneExecutor().outcome(),
         "a connection to the gone executor's pod IP: " + withPodIps);
-    // By pod IP: every retry waits out the connect timeout too, so the peer's task fails no
-    // sooner than that, unless the stage's end kills it first.
-    assertTrue(
-        !withPodIps.peersTaskEnd().equals("FetchFailed")
-            || withPodIps.killToPeersTaskEndMillis() >= retriesWait + connectTimeouts - 1_000,
-        "by pod IP, no fetch fails before its retries waited out the connect timeout: "
-            + withPodIps);
   }
 }

@@ -20,7 +20,7 @@ native:
 # The aarch64 unit tests, and the jar's aarch64 library in an aarch64 JVM, under
 # qemu-user against a local plane (docs/platforms.md; `make test` runs it).
 native-smoke: native
-	cd java && mvn -B -ntp -q -pl spark-k8s-native_2.13 package -DskipTests -Dnative.dir=$(CURDIR)/target/native
+	cd java && mvn -B -ntp -q -pl spark-k8s-native_2.13 package -DskipTests -Dtest.skipArtifactSuite=true -Dnative.dir=$(CURDIR)/target/native
 	scripts/native-smoke.sh aarch64
 
 # THIRD-PARTY-LICENSES (each jar's META-INF/), from Cargo.lock by cargo-about:
@@ -49,13 +49,22 @@ node-down:
 .PHONY: node-test
 node-test:
 	scripts/native-build.sh $$(uname -m)
-	cd java && mvn -B -ntp -q deploy -DskipTests -Dmaven.install.skip=true \
+	cd java && mvn -B -ntp -q deploy -DskipTests -Dtest.skipArtifactSuite=true -Dmaven.install.skip=true \
 	  -DaltDeploymentRepository=local::file://$(CURDIR)/target/maven-repository -Dnative.dir=$(CURDIR)/target/native
 	cd java && ../scripts/plane.sh exec -- mvn -o -B -pl spark-k8s-native_2.13 test -Dtest=$(TEST) \
 	  -Dtest.groups=node -Dtest.excludedGroups=none -Dnative.dir=$(CURDIR)/target/native \
 	  -Dtest.maven.repository=file://$(CURDIR)/target/maven-repository \
 	  -Dtest.plane.env=$(CURDIR)/target/localplane-node/plane.env -Dtest.jvm.options=-Xcheck:jni \
 	  $(if $(NATIVE_FIRST),-Dnode.nativeFirst=$(NATIVE_FIRST))
+
+# Broken builds kept in the repository (mutants/): each patch breaks one promise
+# and names the tests that must catch it; fails if any survives, and prints the
+# table (mutant, tests, verdict, time) for docs/reliability.md. `make test` runs
+# the quick ones; this runs them all (the JVM's on a plane of their own).
+#   make mutants [MUTANTS="name ..."]
+.PHONY: mutants
+mutants:
+	scripts/mutants.sh --table target/mutants/table.md $(MUTANTS)
 
 # The same lint as CI (scripts/test.sh runs it); JAVA_FORMAT_CHECK=0 skips the Java check.
 lint:

@@ -10,6 +10,7 @@
 #     native    the shipped libraries, x86_64 and aarch64, at the glibc floor
 #     lint      cargo fmt, clippy -D warnings, Java format, licences
 #     rust      the Rust tests, against real planes
+#     mutants   the quick broken builds of mutants/: each must fail the tests it names
 #     jvm       the JVM tests on every Spark line; the artifacts deployed to
 #               target/maven-repository and checked
 #     jvm-4.2, jvm-4.1, jvm-4.0, jvm-3.5
@@ -26,7 +27,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$root"
 
-all_stages=(go native lint rust jvm aarch64 node bench)
+all_stages=(go native lint rust mutants jvm aarch64 node bench)
 jvm_plane="$root/target/localplane-jvm-tests"
 maven_repository="$root/target/maven-repository"
 node_plane="$root/target/localplane-node-tests"
@@ -65,6 +66,14 @@ stage_rust() {
   ensure_cross_build_tools "$host_arch" # cargo-zigbuild on PATH
   phase "Rust tests (real control planes), on $(zig_target "$host_arch")"
   cargo-zigbuild test --release --locked --target "$(zig_target "$host_arch")" -- --test-threads="${RUST_TEST_THREADS:-2}"
+}
+
+# The broken builds that the Rust tests and a plane test catch, each in a scratch
+# copy (scripts/mutants.sh; make mutants runs them all, the JVM's too): proves
+# that those tests can still fail.
+stage_mutants() {
+  phase "mutants, quick (scripts/mutants.sh --quick: each broken build must fail the tests it names)"
+  scripts/mutants.sh --quick --table "$root/target/mutants/table-quick.md"
 }
 
 # One reactor build (java/pom.xml): spark-k8s-native_2.13 (the full suite),
@@ -117,7 +126,7 @@ needs_deployed_artifacts() {
   needs_native
   phase "the artifacts, deployed to target/maven-repository (no tests)"
   rm -rf "$maven_repository"
-  (cd java && mvn -B -ntp -q deploy -DskipTests -Dmaven.install.skip=true \
+  (cd java && mvn -B -ntp -q deploy -DskipTests -Dtest.skipArtifactSuite=true -Dmaven.install.skip=true \
     -DaltDeploymentRepository="local::file://$maven_repository" -Dnative.dir="$native_dir")
   deployed=1
 }
@@ -178,7 +187,7 @@ stages=("$@")
 ((${#stages[@]})) || stages=("${all_stages[@]}")
 for stage in "${stages[@]}"; do
   case "$stage" in
-    go | native | lint | rust | jvm | aarch64 | node | bench | jvm-4.2 | jvm-4.1 | jvm-4.0 | jvm-3.5) ;;
+    go | native | lint | rust | mutants | jvm | aarch64 | node | bench | jvm-4.2 | jvm-4.1 | jvm-4.0 | jvm-3.5) ;;
     *) echo "no stage '$stage': give any of ${all_stages[*]} jvm-4.2 jvm-4.1 jvm-4.0 jvm-3.5" >&2; exit 2 ;;
   esac
 done

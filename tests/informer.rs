@@ -292,6 +292,13 @@ async fn a_forced_410_relists_once_and_the_lister_keeps_serving_meanwhile() {
     watching.store(false, std::sync::atomic::Ordering::Relaxed);
     assert!(lister_check.join().expect("lister check") > 10);
     assert_eq!(cache_view(&informer), apiserver_truth(&pods, &app).await);
+    // The relist makes up the deletion of the one pod it did not find, and of no live pod: Spark
+    // would count a live executor delivered as deleted as lost, even if its next state followed.
+    let deleted = kubelet::executor_pod_name(&app, 1);
+    for (name, states) in received.lock().by_pod.iter().filter(|(name, _)| **name != deleted) {
+        let states: Vec<&str> = states.iter().map(|(_, s)| s.as_str()).collect();
+        assert!(!states.contains(&"deleted"), "live pod {name} delivered as deleted: {states:?}");
+    }
     let health = informer.health();
     assert_eq!(health.relists, 1, "exactly one relist: {health:?}");
     informer.stop().await;

@@ -287,7 +287,7 @@ class ChaosRunTest {
         "chaos "
             + config
             + " seed=%d duration=%ds (faults %ds) faults=%d (%s) pods=%d changes=%d delivered=%d coalesced=%d lost=%d "
-            + "outOfOrder=%d liveDeliveredAsDeleted=%d resurrected=%d backInTime=%d terminalLost=%d spuriousRemovals=%d staleSnapshots=%d resumeRaces=%d longestMissing=%dms relists=%d "
+            + "outOfOrder=%d liveDeliveredAsDeleted=%d resurrected=%d resurrectedBySnapshot=%d backInTime=%d terminalLost=%d spuriousRemovals=%d staleSnapshots=%d resumeRaces=%d longestMissing=%dms relists=%d "
             + "reconnects=%d degradedObserved=%d/%d updates=%d fullSnapshots=%d services=%d/%d leftoverServices=%d "
             + "retriedWrites=%d served429=%d overtakenSnapshots=%d",
         SEED,
@@ -305,6 +305,7 @@ class ChaosRunTest {
         found.outOfOrder().size(),
         found.liveDeliveredAsDeleted().size(),
         found.resurrected().size(),
+        store.resurrectedBySnapshot().size(),
         found.backInTime().size(),
         found.terminalStatesLost().size(),
         invariants.spuriousRemovals().size(),
@@ -327,8 +328,18 @@ class ChaosRunTest {
         sources.listerSource().overtakenSnapshots());
   }
 
-  /** What the run shows that is no failure but worth a look: kept Services. */
+  /**
+   * What the run shows that is no failure but worth a look: kept Services; full snapshots that
+   * still carried a pod already delivered as deleted (seen 1-2 times in some runs on 2026-12-07,
+   * after the lister stopped handing over snapshots that a taken change overtook; not yet
+   * explained, so reported here with the deletion's version and age, not asserted: issue 49).
+   */
   private void printNotes(Findings found) {
+    if (!store.resurrectedBySnapshot().isEmpty()) {
+      System.out.println(
+          "chaos note: full snapshots carried pods already delivered as deleted: "
+              + store.resurrectedBySnapshot());
+    }
     if (!found.leftoverServices().isEmpty()) {
       System.out.println(
           "chaos note: "

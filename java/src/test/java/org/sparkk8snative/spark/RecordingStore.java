@@ -3,10 +3,8 @@ package org.sparkk8snative.spark;
 import io.fabric8.kubernetes.api.model.Pod;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshot;
@@ -55,8 +53,8 @@ final class RecordingStore extends ForwardingSnapshotsStore {
   /** The newest resourceVersion of each pod the store ever received, by update or snapshot. */
   private final Map<String, Long> newestDelivered = new HashMap<>();
 
-  /** Pods an update delivered as deleted. */
-  private final Set<String> deliveredDeleted = new HashSet<>();
+  /** Pods an update delivered as deleted: the first such update of each. */
+  private final Map<String, Update> deliveredDeleted = new HashMap<>();
 
   private volatile ExecutorPodsSnapshot lastSparkSnapshot;
 
@@ -89,7 +87,7 @@ final class RecordingStore extends ForwardingSnapshotsStore {
       updatesBackInTime.add(name + "@" + update.version() + " after " + newest);
     }
     if (deleted) {
-      deliveredDeleted.add(name);
+      deliveredDeleted.putIfAbsent(name, update);
     }
     updates.add(update);
     updatesByPod.computeIfAbsent(name, k -> new ArrayList<>()).add(update);
@@ -114,8 +112,17 @@ final class RecordingStore extends ForwardingSnapshotsStore {
           if (delivered != null && delivered > version) {
             olderThanDelivered.add(name + "@" + version + "<" + delivered);
           }
-          if (deliveredDeleted.contains(name)) {
-            resurrectedBySnapshot.add(name + "@" + version);
+          Update deletion = deliveredDeleted.get(name);
+          if (deletion != null) {
+            resurrectedBySnapshot.add(
+                name
+                    + "@"
+                    + version
+                    + " (delivered deleted at "
+                    + deletion.version()
+                    + ", "
+                    + (System.currentTimeMillis() - deletion.at())
+                    + " ms before)");
           }
           newestDelivered.merge(name, version, Math::max);
         });

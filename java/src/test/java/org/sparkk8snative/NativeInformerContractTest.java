@@ -55,7 +55,8 @@ class NativeInformerContractTest {
             informer::health,
             () -> informer.pollChanges(1, 1),
             () -> informer.listerSnapshot(0),
-            () -> informer.listerSnapshot(0, 1))) {
+            () -> informer.listerSnapshot(0, 1),
+            () -> informer.changesTakenAfter(0))) {
       IllegalStateException closed = assertThrows(IllegalStateException.class, call::run);
       assertTrue(closed.getMessage().contains("is closed"), closed.getMessage());
     }
@@ -206,6 +207,9 @@ class NativeInformerContractTest {
       IllegalArgumentException negativeWait =
           assertThrows(IllegalArgumentException.class, () -> informer.listerSnapshot(0, -1));
       assertTrue(negativeWait.getMessage().contains("waitMillis"), negativeWait.getMessage());
+      IllegalArgumentException negativeView =
+          assertThrows(IllegalArgumentException.class, () -> informer.changesTakenAfter(-1));
+      assertTrue(negativeView.getMessage().contains("view"), negativeView.getMessage());
       informer.start();
       // Extreme but legal values are served, not crashed on.
       assertTrue(informer.pollChanges(Integer.MAX_VALUE, 1).isPresent());

@@ -147,11 +147,18 @@ final class ExecutorHistories {
     return executors.stream().mapToInt(e -> e.steps.size()).sum();
   }
 
+  /** Hears of each step just before it is written. */
+  interface BeforeWrite {
+    void step(Executor executor, Step step);
+  }
+
   /**
    * Applies every step, the executors interleaved at random (at most {@code concurrent} in flight);
-   * {@code onRegistered} hears when an executor's JVM came up.
+   * {@code beforeWrite} hears of each step before it is written, {@code onRegistered} when an
+   * executor's JVM came up.
    */
-  void apply(int concurrent, LongConsumer onRegistered) throws InterruptedException {
+  void apply(int concurrent, BeforeWrite beforeWrite, LongConsumer onRegistered)
+      throws InterruptedException {
     List<Executor> waiting = new ArrayList<>(executors);
     List<Executor> live = new ArrayList<>();
     while (!waiting.isEmpty() || !live.isEmpty()) {
@@ -160,6 +167,7 @@ final class ExecutorHistories {
       }
       Executor e = live.get(random.nextInt(live.size()));
       Step step = e.steps.get(e.next++);
+      beforeWrite.step(e, step);
       write(e, step);
       if (step.kind() == Kind.RUNNING) {
         onRegistered.accept(e.execId);

@@ -33,7 +33,10 @@ import org.sparkk8snative.TestPlane;
  * connections while its consumer (Spark's store) stalls now and then. A second configuration runs
  * on a highly available plane (two apiservers on one etcd, watch caches on): the native informer
  * reaches it through a load balancer that moves it between the apiservers, closing its connection
- * or holding it silent past the silence bound, while Spark's own sources stay on apiserver a.
+ * or holding it silent past the silence bound, and first lags apiserver b (cut off etcd) under it,
+ * while Spark's own sources stay on apiserver a. The first {@link #QUIET_START_MS} of each run are
+ * free of faults; after them one executor exit in {@link #EXIT_STALL_EVERY} gets a consumer stall
+ * timed to it.
  *
  * <p>Not among the faults, because no comparison with Spark's own watch could be sound: a 410 (an
  * apiserver restarted with its watch cache on, or a watch cache reinitialized after it lost etcd)
@@ -48,11 +51,14 @@ import org.sparkk8snative.TestPlane;
  * PodSucceeded, PodDeleted) in the order handed to the store, repeats removed, are equal; (2) every
  * state the native sources handed over appears, in the same order, in what Spark's watch handed
  * over (nothing made up, nothing out of order); (3) every removal Spark made, with its exit code,
- * cause and message, is equal (the clock readings in a missing-pod message aside); (4) on Spark 4.x
- * the executors its lifecycle manager counted as failed are equal. Spark's polling LIST makes its
- * own snapshots non-deterministic (a list taken before a watch event is applied after it), so no
- * comparison reads full snapshots; they drive only missing-pod detection, whose removals are
- * compared once both sides have removed every executor.
+ * cause and message, is equal (the clock readings in a missing-pod message aside); (4) each
+ * executor's first removal comes no later with the native sources than with Spark's own plus a
+ * bound computed from the faults injected ({@link Faults#delayBound}); (5) on Spark 4.x the
+ * executors its lifecycle manager counted as failed are equal. Every run must also have created the
+ * situations it exists for ({@link Coverage}, the lag, an executor decided outside the faults), or
+ * it fails. Spark's polling LIST makes its own snapshots non-deterministic (a list taken before a
+ * watch event is applied after it), so no comparison reads full snapshots; they drive only
+ * missing-pod detection, whose removals are compared once both sides have removed every executor.
  *
  * <p>Two differences it found are mended (docs/reliability.md): a black hole past the informer's
  * silence bound made it relist rather than resume its watch, so every state in the gap was lost
@@ -78,6 +84,47 @@ class SameDecisionsTest {
 
   /** The first fault of every run: a black hole past the silence bound, whatever the watch does. */
   private static final int STALE_SPELL_MS = 4500;
+
+  /**
+   * On the highly available plane, how long apiserver b lags (its link to etcd cut) once the
+   * balancer has moved the informer onto it: past the stale bound (1.5 s), so the informer must
+   * neither resume its watch nor take a list from b's stale cache as current.
+   */
+  private static final int LAG_MS = 3000;
+
+  /**
+   * The consumer stall that the harness times to an executor's exit, so that a pod's terminal state
+   * and its next one both reach the native informer while Spark's store takes nothing: about how
+   * long the other 11 executors in flight take to write 12 steps, so the pod's next step usually
+   * comes within it.
+   */
+  private static final int EXIT_STALL_MS = 1500;
+
+  /** One exit in this many gets a stall timed to it. */
+  private static final int EXIT_STALL_EVERY = 5;
+
+  /**
+   * How much later than with Spark's own sources Spark may remove an executor with the native ones
+   * when no fault delays the native side: a round of each lifecycle manager's 500 ms processing,
+   * and the native lister's 1 s round for missing-pod detection. A source that delivered changes
+   * seconds late exceeds it on every executor decided outside the faults.
+   */
+  private static final long DECISION_SLACK_MS = 2_000;
+
+  /**
+   * How long after a connection fault ends (a cut, a black hole, a lag) the native side may still
+   * be catching up: the reconnection's backoff, a consistent read, the resumed watch's replay.
+   * Measured here: up to 5.5 s after a lag on the HA plane; the chaos run's slowest recovery, a
+   * restart's relist, 4.4 s.
+   */
+  private static final long RECOVERY_MS = 6_000;
+
+  /**
+   * Faults (stalls timed to exits too) start this long into the history, so that the executors
+   * decided before them bound the native sources' decision times by {@link #DECISION_SLACK_MS}
+   * alone.
+   */
+  private static final long QUIET_START_MS = 5_000;
 
   private final List<Runnable> teardown = new ArrayList<>();
 
@@ -158,11 +205,17 @@ class SameDecisionsTest {
     ExecutorHistories histories = new ExecutorHistories(SEED, EXECUTORS, plane, app);
     teardown.add(histories::cleanUp);
     Faults faults =
-        new Faults(plane, highlyAvailable, nativeSide, new Random(SEED ^ 0x9E3779B97F4A7C15L));
+        new Faults(
+            plane,
+            highlyAvailable,
+            nativeSide,
+            () -> sources.informer().health(),
+            new Random(SEED ^ 0x9E3779B97F4A7C15L));
     faults.start();
     long began = System.currentTimeMillis();
     histories.apply(
         12,
+        faults::beforeWrite,
         execId -> {
           long now = System.currentTimeMillis();
           legacy.registered(execId, now);
@@ -185,6 +238,9 @@ class SameDecisionsTest {
     List<String> differences = new ArrayList<>();
     int actedOn = 0;
     int removals = 0;
+    long latestDecision = Long.MIN_VALUE;
+    int decidedOutsideFaults = 0;
+    List<String> lateDecisions = new ArrayList<>();
     for (ExecutorHistories.Executor e : histories.executors) {
       List<String> theirs = legacy.classesOf(e.execId);
       List<String> ours = nativeSide.classesOf(e.execId);
@@ -205,7 +261,29 @@ class SameDecisionsTest {
         differences.add(
             e + "\n    removals: Spark's " + theirRemovals + "\n      native " + ourRemovals);
       }
+      // When Spark decided: the first removal, with its failure count (taken in the same step).
+      List<SparkDecisions.Removal> theirsAt = legacy.removalsOf(e.execId);
+      List<SparkDecisions.Removal> oursAt = nativeSide.removalsOf(e.execId);
+      if (!theirsAt.isEmpty() && !oursAt.isEmpty()) {
+        long theirAt = theirsAt.get(0).atMillis();
+        long later = oursAt.get(0).atMillis() - theirAt;
+        long bound = faults.delayBound(theirAt) - theirAt;
+        latestDecision = Math.max(latestDecision, later);
+        if (bound == DECISION_SLACK_MS) {
+          decidedOutsideFaults++;
+        }
+        if (later > bound) {
+          lateDecisions.add(
+              e
+                  + ": removed "
+                  + later
+                  + " ms later with the native sources (bound "
+                  + bound
+                  + " ms)");
+        }
+      }
     }
+    Coverage coverage = Coverage.of(histories, legacy, nativeSide);
     Set<Long> theirFailed = legacy.countedFailed();
     Set<Long> ourFailed = nativeSide.countedFailed();
     if (!theirFailed.equals(ourFailed)) {
@@ -216,7 +294,8 @@ class SameDecisionsTest {
     System.out.printf(
         "differential: %d executors, %d writes in %d ms; %d acted-on states, %d removals, %d"
             + " counted failed%s; faults on the native side: %s (%d resumes after a stale spell, %d relists);"
-            + " differences: %d%n",
+            + " coverage: %s, %d executors decided outside every fault; removals with the native"
+            + " sources at most %d ms later than with Spark's own; differences: %d%n",
         histories.executors.size(),
         histories.steps(),
         applied,
@@ -229,6 +308,9 @@ class SameDecisionsTest {
         faults,
         health.resumes(),
         health.relists(),
+        coverage,
+        decidedOutsideFaults,
+        latestDecision,
         differences.size());
     assertTrue(
         health.resumes() + health.relists() >= 1,
@@ -246,11 +328,89 @@ class SameDecisionsTest {
     // selector, is PodRunning to Spark; the rest have one or two.)
     assertTrue(actedOn >= EXECUTORS / 2, "acted-on states: " + actedOn);
     assertTrue(removals >= EXECUTORS * 9 / 10, "removals: " + removals);
-    assertTrue(faults.injected() > 0, "no fault was injected");
+    assertTrue(
+        coverage.exitsDuringStalls() > 0,
+        "seed " + SEED + ": no exit reached the native informer while its consumer stalled");
+    assertTrue(
+        coverage.exitsQueuedBehindNewer() > 0,
+        "seed "
+            + SEED
+            + ": no executor's exit and its next state both reached the native informer in one"
+            + " stall of its consumer (a terminal state queued behind a newer one)");
+    if (highlyAvailable) {
+      assertTrue(
+          faults.reconnectsOntoTheLaggingApiserver > 0,
+          "seed "
+              + SEED
+              + ": the native informer never came back onto the lagging apiserver: "
+              + faults);
+    }
+    assertTrue(
+        decidedOutsideFaults > 0,
+        "seed " + SEED + ": no executor was decided outside the faults, so no decision time bound");
+    assertTrue(
+        lateDecisions.isEmpty(),
+        "seed "
+            + SEED
+            + ": Spark decided later with the native sources than with its own plus "
+            + DECISION_SLACK_MS
+            + " ms (after a fault, plus its length and "
+            + RECOVERY_MS
+            + " ms) on "
+            + lateDecisions.size()
+            + ":\n"
+            + String.join("\n", lateDecisions));
     if (SparkDecisions.lifecycleCountsFailures()) {
       assertTrue(!theirFailed.isEmpty(), "no executor counted as failed");
     }
     assertEquals(0, differences.size());
+  }
+
+  /**
+   * How often a run created the situations the harness exists for, counted from what each side's
+   * store was handed and when: an executor's exit (PodFailed or PodSucceeded, as Spark's own watch
+   * handed it over) arriving while the native consumer stalled; and an exit with the pod's next
+   * state arriving in the same stall, so that the native queue held a terminal state with a newer
+   * one behind it (what a coalescing queue loses).
+   */
+  private record Coverage(int exitsDuringStalls, int exitsQueuedBehindNewer) {
+    static Coverage of(
+        ExecutorHistories histories, SparkDecisions legacy, SparkDecisions nativeSide) {
+      List<SparkDecisions.Stall> stalls = nativeSide.stalls();
+      int during = 0;
+      int behind = 0;
+      for (ExecutorHistories.Executor e : histories.executors) {
+        List<SparkDecisions.Handed> handed = legacy.handedOf(e.execId);
+        for (int i = 0; i < handed.size(); i++) {
+          SparkDecisions.Handed exit = handed.get(i);
+          if (!isExit(exit.sparkClass())) {
+            continue;
+          }
+          for (SparkDecisions.Stall stall : stalls) {
+            if (stall.covers(exit.atMillis())) {
+              during++;
+              if (i + 1 < handed.size() && stall.covers(handed.get(i + 1).atMillis())) {
+                behind++;
+              }
+              break;
+            }
+          }
+        }
+      }
+      return new Coverage(during, behind);
+    }
+
+    private static boolean isExit(String sparkClass) {
+      return sparkClass.equals("PodFailed") || sparkClass.equals("PodSucceeded");
+    }
+
+    @Override
+    public String toString() {
+      return exitsDuringStalls
+          + " exits during a consumer stall, "
+          + exitsQueuedBehindNewer
+          + " of them with the pod's next state in the same stall";
+    }
   }
 
   private static SparkConf sparkConf(Map<String, String> entries) {
@@ -297,47 +457,131 @@ class SameDecisionsTest {
     private final TestPlane plane;
     private final boolean highlyAvailable;
     private final SparkDecisions nativeSide;
+    private final java.util.function.Supplier<InformerHealth> health;
     private final Random random;
     private volatile boolean running = true;
     private Thread thread;
     private int cuts;
     private int blackholes;
     private int stalls;
+    private volatile int exitStalls;
+    private volatile long quietUntil;
+    private int exitsWritten;
+    private int lags;
+
+    /** Lags during which the native informer connected or listed anew (onto the lagging b). */
+    private volatile int reconnectsOntoTheLaggingApiserver;
+
+    /**
+     * When each fault held the native side back, {from, until, recovery} in epoch milliseconds: a
+     * consumer stall needs no recovery, a connection fault {@link #RECOVERY_MS}.
+     */
+    private final List<long[]> windows = java.util.Collections.synchronizedList(new ArrayList<>());
 
     /** The apiserver the HA plane's balancer sends the informer to. */
     private String balancerAt = "a";
 
-    Faults(TestPlane plane, boolean highlyAvailable, SparkDecisions nativeSide, Random random) {
+    Faults(
+        TestPlane plane,
+        boolean highlyAvailable,
+        SparkDecisions nativeSide,
+        java.util.function.Supplier<InformerHealth> health,
+        Random random) {
       this.plane = plane;
       this.highlyAvailable = highlyAvailable;
       this.nativeSide = nativeSide;
+      this.health = health;
       this.random = random;
     }
 
+    /**
+     * Before a history writes an executor's exit (its Spark container terminated, or the pod
+     * ended), one time in {@link #EXIT_STALL_EVERY}: stalls the native consumer, unless it is
+     * stalled already, so the exit and the pod's next state queue behind it. By count, not chance,
+     * so every run has them.
+     */
+    void beforeWrite(ExecutorHistories.Executor e, ExecutorHistories.Step step) {
+      boolean exit =
+          step.kind() == ExecutorHistories.Kind.SPARK_EXIT
+              || step.kind() == ExecutorHistories.Kind.END;
+      if (exit
+          && System.currentTimeMillis() >= quietUntil
+          && exitsWritten++ % EXIT_STALL_EVERY == 0
+          && !nativeSide.stalled()) {
+        stall(EXIT_STALL_MS);
+        exitStalls++;
+      }
+    }
+
+    private void stall(long millis) {
+      long from = System.currentTimeMillis();
+      nativeSide.stall(millis);
+      windows.add(new long[] {from, from + millis, 0});
+    }
+
+    private void connectionFault(long from) {
+      windows.add(new long[] {from, System.currentTimeMillis(), RECOVERY_MS});
+    }
+
+    /**
+     * The latest the native sources may have Spark decide what Spark's own sources had it decide at
+     * {@code theirs}: {@link #DECISION_SLACK_MS} after it, or, where a fault began before the
+     * decision was due and had not ended (with its recovery) by {@code theirs}, that long after the
+     * fault's end and recovery; and so on, since a fault that begins while the native side is still
+     * held back by another (a lag, then a balancer holding the connection) holds it back further.
+     * Computed from the faults injected, never from the difference observed.
+     */
+    long delayBound(long theirs) {
+      long from = theirs;
+      synchronized (windows) {
+        boolean moved = true;
+        while (moved) {
+          moved = false;
+          for (long[] w : windows) {
+            long over = w[1] + w[2];
+            if (w[0] <= from + DECISION_SLACK_MS && theirs <= over && over > from) {
+              from = over;
+              moved = true;
+            }
+          }
+        }
+      }
+      return from + DECISION_SLACK_MS;
+    }
+
     void start() {
+      quietUntil = System.currentTimeMillis() + QUIET_START_MS;
       thread =
           new Thread(
               () -> {
                 try {
                   boolean first = true;
-                  while (running) {
+                  Thread.sleep(QUIET_START_MS);
+                  if (highlyAvailable) {
+                    lag();
+                  }
+                  while (first || running) { // the stale spell, however short the history
                     Thread.sleep(300 + random.nextInt(1000));
                     // The first fault is always a stale spell; then stalls most often: a slow
                     // consumer is what makes the queue coalesce.
                     switch (first ? 1 : random.nextInt(5)) {
                       case 0 -> {
+                        long from = System.currentTimeMillis();
                         cut();
+                        connectionFault(from);
                         cuts++;
                       }
                       case 1 -> {
                         long millis =
                             first ? STALE_SPELL_MS : 200 + random.nextInt(BLACKHOLE_MAX_MS - 199);
                         first = false;
+                        long from = System.currentTimeMillis();
                         blackhole(millis);
+                        connectionFault(from);
                         blackholes++;
                       }
                       default -> {
-                        nativeSide.stall(200 + random.nextInt(1300));
+                        stall(200 + random.nextInt(1300));
                         stalls++;
                       }
                     }
@@ -349,6 +593,32 @@ class SameDecisionsTest {
               "differential-faults");
       thread.setDaemon(true);
       thread.start();
+    }
+
+    /**
+     * On the HA plane: cuts apiserver b off etcd while the informer is on a, lets the history move
+     * on for a second, then moves the informer onto b (closing its connections) and keeps b behind
+     * for {@link #LAG_MS}; b then catches up and the balancer resets its connections. Counted when
+     * the informer connected or listed during the lag: it came back onto the lagging apiserver.
+     */
+    private void lag() throws InterruptedException {
+      if (balancerAt.equals("b")) {
+        moveBalancer("close");
+      }
+      long from = System.currentTimeMillis();
+      plane.control("POST", "/ha/etcd?apiserver=b&link=cut");
+      Thread.sleep(1_000);
+      InformerHealth before = health.get();
+      moveBalancer("close");
+      Thread.sleep(LAG_MS);
+      InformerHealth after = health.get();
+      if (after.watchConnects() + after.lists() > before.watchConnects() + before.lists()) {
+        reconnectsOntoTheLaggingApiserver++;
+      }
+      plane.control("POST", "/ha/etcd?apiserver=b&link=open");
+      plane.control("POST", "/ha/release");
+      connectionFault(from);
+      lags++;
     }
 
     /** Closes the informer's connections; on the HA plane it comes back to the other apiserver. */
@@ -391,20 +661,20 @@ class SameDecisionsTest {
       }
     }
 
-    int injected() {
-      return cuts + blackholes + stalls;
-    }
-
     @Override
     public String toString() {
+      String stalled = stalls + " consumer stalls, " + exitStalls + " timed to an exit";
       return highlyAvailable
-          ? cuts
+          ? lags
+              + " lags of apiserver b ("
+              + reconnectsOntoTheLaggingApiserver
+              + " with the informer coming back onto it), "
+              + cuts
               + " moves closing the connection, "
               + blackholes
               + " moves holding it silent, "
-              + stalls
-              + " consumer stalls"
-          : cuts + " cuts, " + blackholes + " black holes, " + stalls + " consumer stalls";
+              + stalled
+          : cuts + " cuts, " + blackholes + " black holes, " + stalled;
     }
   }
 }

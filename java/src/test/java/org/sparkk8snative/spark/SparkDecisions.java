@@ -45,7 +45,7 @@ import org.sparkk8snative.TestPlane;
  */
 final class SparkDecisions {
   /** A removal as Spark's scheduler backend was asked for it. */
-  record Removal(int exitCode, boolean exitCausedByApp, String message) {
+  record Removal(int exitCode, boolean exitCausedByApp, String message, long atMillis) {
     /**
      * What Spark decided and logged, comparable between two sources: the message up to the pod's
      * container statuses, and without the clock readings of a missing-pod message (its registration
@@ -67,11 +67,22 @@ final class SparkDecisions {
 
   private final String name;
   private final SparksOwnStore sparks = new SparksOwnStore();
-  private final Map<Long, List<String>> classes = new TreeMap<>();
+  private final Map<Long, List<Handed>> classes = new TreeMap<>();
+  private final List<Stall> stalls = new ArrayList<>();
   private final Map<Long, List<Removal>> removals = new TreeMap<>();
   private final Map<String, Long> registered = new TreeMap<>();
   private final KubernetesClient refusingClient;
   private final ExecutorPodsLifecycleManager lifecycle;
+
+  /** A state class Spark's store was handed for an executor, and when. */
+  record Handed(String sparkClass, long atMillis) {}
+
+  /** A spell in which Spark's store took nothing from the source. */
+  record Stall(long fromMillis, long untilMillis) {
+    boolean covers(long millis) {
+      return millis >= fromMillis && millis <= untilMillis;
+    }
+  }
 
   /** While set, {@code updatePod} and {@code replaceSnapshot} wait until then: a slow consumer. */
   private volatile long stalledUntilMillis;
@@ -147,7 +158,11 @@ final class SparkDecisions {
                 removals
                     .computeIfAbsent(Long.parseLong(id), k -> new ArrayList<>())
                     .add(
-                        new Removal(exited.exitCode(), exited.exitCausedByApp(), exited.message()));
+                        new Removal(
+                            exited.exitCode(),
+                            exited.exitCausedByApp(),
+                            exited.message(),
+                            System.currentTimeMillis()));
               }
               return null;
             })
@@ -187,9 +202,24 @@ final class SparkDecisions {
     registered.put(Long.toString(execId), atMillis);
   }
 
-  /** Spark's store takes nothing from the source for this long: a consumer that fell behind. */
-  void stall(long millis) {
-    stalledUntilMillis = System.currentTimeMillis() + millis;
+  /**
+   * Spark's store takes nothing from the source for this long (or longer, if a stall already runs
+   * past it): a consumer that fell behind.
+   */
+  synchronized void stall(long millis) {
+    long now = System.currentTimeMillis();
+    long until = Math.max(stalledUntilMillis, now + millis);
+    stalls.add(new Stall(now, until));
+    stalledUntilMillis = until;
+  }
+
+  /** Whether Spark's store is stalled now. */
+  boolean stalled() {
+    return stalledUntilMillis > System.currentTimeMillis();
+  }
+
+  synchronized List<Stall> stalls() {
+    return new ArrayList<>(stalls);
   }
 
   private void waitOutStall() throws InterruptedException {
@@ -205,10 +235,11 @@ final class SparkDecisions {
       return;
     }
     String sparkClass = sparkClass(pod);
+    long now = System.currentTimeMillis();
     synchronized (this) {
-      List<String> seen = classes.computeIfAbsent(Long.parseLong(id), k -> new ArrayList<>());
-      if (seen.isEmpty() || !seen.get(seen.size() - 1).equals(sparkClass)) {
-        seen.add(sparkClass);
+      List<Handed> seen = classes.computeIfAbsent(Long.parseLong(id), k -> new ArrayList<>());
+      if (seen.isEmpty() || !seen.get(seen.size() - 1).sparkClass().equals(sparkClass)) {
+        seen.add(new Handed(sparkClass, now));
       }
     }
   }
@@ -222,6 +253,11 @@ final class SparkDecisions {
   }
 
   synchronized List<String> classesOf(long execId) {
+    return classes.getOrDefault(execId, List.of()).stream().map(Handed::sparkClass).toList();
+  }
+
+  /** The state classes handed to the store for an executor, repeats removed, with their times. */
+  synchronized List<Handed> handedOf(long execId) {
     return new ArrayList<>(classes.getOrDefault(execId, List.of()));
   }
 

@@ -110,14 +110,17 @@ bench-informer:
 bench-publish:
 	scripts/bench.sh publish
 
-# The chaos run alone (it also runs in `make test`), replayed or longer:
-# make chaos CHAOS_SEED=<seed a run printed> CHAOS_SECONDS=600
+# The chaos run alone, full size (`make test` runs it with 2 faults of each kind
+# and 30 s): the full set of faults of each kind, then random ones until 60 s.
+# Replayed or longer: make chaos CHAOS_SEED=<seed a run printed> CHAOS_SECONDS=600
+CHAOS_SECONDS ?= 60
+CHAOS_EACH ?= 0
 .PHONY: chaos
 chaos:
 	scripts/native-build.sh $$(uname -m)
 	cd java && mvn -B -ntp -pl spark-k8s-native_2.13 test -Dtest=ChaosRunTest -Dsurefire.failIfNoSpecifiedTests=false \
 	  -Dnative.dir=$(CURDIR)/target/native \
-	  $(if $(CHAOS_SEED),-Dchaos.seed=$(CHAOS_SEED)) $(if $(CHAOS_SECONDS),-Dchaos.seconds=$(CHAOS_SECONDS))
+	  $(if $(CHAOS_SEED),-Dchaos.seed=$(CHAOS_SEED)) -Dchaos.seconds=$(CHAOS_SECONDS) -Dchaos.each=$(CHAOS_EACH)
 
 # Moves the local control plane to another Kubernetes release: go.mod's
 # k8s.io/kubernetes require and its replace block (tests/localplane/gen-replaces.sh),

@@ -127,8 +127,8 @@ final class ChaosFaults {
    * How soon after a fault ends the informer must be Synced again with the lister ready, the bound
    * docs/reliability.md states: a relist after a restart's 410 (a list of at most a few hundred
    * pods) or a resume after a consistent read, with the backoff's first steps. Measured in a CI run
-   * on 2026-12-07: at most 5.1 s in the three single-apiserver configurations, 9.8 s on the HA plane
-   * (a restart's relist, and a lag's catching up).
+   * on 2026-12-07: at most 5.1 s in the three single-apiserver configurations, 9.8 s on the HA
+   * plane (a restart's relist, and a lag's catching up).
    */
   static final Duration RECOVERY_BOUND = Duration.ofSeconds(20);
 

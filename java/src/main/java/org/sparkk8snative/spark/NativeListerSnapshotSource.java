@@ -156,7 +156,13 @@ public final class NativeListerSnapshotSource implements ExecutorPodsSnapshotSou
     synchronized (shared.handOver()) {
       if (informer.changesTakenAfter(snapshot.view)) {
         overtaken++;
-        LOG.debug("Lister: the snapshot of view {} was overtaken by a change", snapshot.view);
+        // A round without a snapshot, as one that waits for readiness: an operator hears of a
+        // streak that lasts two intervals (changes arriving faster than a snapshot crosses JNI).
+        notReady.skipped(
+            "the snapshot of view "
+                + snapshot.view
+                + " was overtaken by a change handed to Spark meanwhile; asking again at once",
+            () -> informer.health().description());
         return false;
       }
       handOver = System.nanoTime();

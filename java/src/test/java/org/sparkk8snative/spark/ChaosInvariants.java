@@ -297,8 +297,8 @@ final class ChaosInvariants {
 
   /**
    * Pods that came back: an update that shows a pod live after an update delivered it as deleted (a
-   * deleted pod's name never returns: the churn's names are unique). Full snapshots that still
-   * carry such a pod are {@link RecordingStore#resurrectedBySnapshot}, reported apart.
+   * deleted pod's name never returns: the churn's names are unique). Full snapshots that carry such
+   * a pod live are {@link RecordingStore#resurrectedBySnapshot}.
    */
   static List<String> resurrected(RecordingStore store) {
     List<String> found = new ArrayList<>();

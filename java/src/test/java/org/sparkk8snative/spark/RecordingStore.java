@@ -3,8 +3,10 @@ package org.sparkk8snative.spark;
 import io.fabric8.kubernetes.api.model.Pod;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.apache.spark.scheduler.cluster.k8s.ExecutorPodsSnapshot;
@@ -44,7 +46,13 @@ final class RecordingStore extends ForwardingSnapshotsStore {
   /** Pods a full snapshot carried at an older version than an update had already delivered. */
   private final List<String> olderThanDelivered = new ArrayList<>();
 
-  /** Pods a full snapshot carried after an update had delivered them as deleted. */
+  /**
+   * Pods a full snapshot carried live after an update had delivered them as deleted: without a
+   * deletionTimestamp, or at a version older than that update. Not the same state again: a pod
+   * deleted with grace 0 is first written with its deletionTimestamp (a MODIFIED event at R), then
+   * removed (DELETED at a later version), and a snapshot taken between them rightly holds it at R,
+   * deletionTimestamp and all (what the chaos run first reported as unexplained, issue 49).
+   */
   private final List<String> resurrectedBySnapshot = new ArrayList<>();
 
   /** Updates older than what the store had already received of their pod, by update or snapshot. */
@@ -53,7 +61,7 @@ final class RecordingStore extends ForwardingSnapshotsStore {
   /** The newest resourceVersion of each pod the store ever received, by update or snapshot. */
   private final Map<String, Long> newestDelivered = new HashMap<>();
 
-  /** Pods an update delivered as deleted: the first such update of each. */
+  /** Pods an update delivered as deleted: the newest such update of each. */
   private final Map<String, Update> deliveredDeleted = new HashMap<>();
 
   private volatile ExecutorPodsSnapshot lastSparkSnapshot;
@@ -87,7 +95,8 @@ final class RecordingStore extends ForwardingSnapshotsStore {
       updatesBackInTime.add(name + "@" + update.version() + " after " + newest);
     }
     if (deleted) {
-      deliveredDeleted.putIfAbsent(name, update);
+      deliveredDeleted.merge(
+          name, update, (old, fresh) -> fresh.version() >= old.version() ? fresh : old);
     }
     updates.add(update);
     updatesByPod.computeIfAbsent(name, k -> new ArrayList<>()).add(update);
@@ -103,8 +112,12 @@ final class RecordingStore extends ForwardingSnapshotsStore {
   public synchronized void replaceSnapshot(Seq<Pod> pods) {
     InformerHealth now = health.get();
     Map<String, Long> versions = new HashMap<>();
+    Set<String> withDeletionTimestamp = new HashSet<>();
     for (Pod pod : CollectionConverters.asJava(pods)) {
       versions.put(pod.getMetadata().getName(), version(pod));
+      if (pod.getMetadata().getDeletionTimestamp() != null) {
+        withDeletionTimestamp.add(pod.getMetadata().getName());
+      }
     }
     versions.forEach(
         (name, version) -> {
@@ -113,7 +126,8 @@ final class RecordingStore extends ForwardingSnapshotsStore {
             olderThanDelivered.add(name + "@" + version + "<" + delivered);
           }
           Update deletion = deliveredDeleted.get(name);
-          if (deletion != null) {
+          if (deletion != null
+              && (!withDeletionTimestamp.contains(name) || version < deletion.version())) {
             resurrectedBySnapshot.add(
                 name
                     + "@"

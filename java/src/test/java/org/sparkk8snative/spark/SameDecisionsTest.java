@@ -72,7 +72,11 @@ import org.sparkk8snative.TestPlane;
 @Tag("every-line")
 class SameDecisionsTest {
   private static final long SEED = Long.getLong("decisions.seed", System.currentTimeMillis());
-  private static final int EXECUTORS = Integer.getInteger("decisions.executors", 60);
+
+  /**
+   * 80: a history of 8-12 s, of which the seconds after {@link #QUIET_START_MS} hold the faults.
+   */
+  private static final int EXECUTORS = Integer.getInteger("decisions.executors", 80);
 
   /**
    * The longest black hole: with these settings (stale bound 1.5 s, watches of 3 s) the informer's
@@ -94,14 +98,17 @@ class SameDecisionsTest {
 
   /**
    * The consumer stall that the harness times to an executor's exit, so that a pod's terminal state
-   * and its next one both reach the native informer while Spark's store takes nothing: about how
-   * long the other 11 executors in flight take to write 12 steps, so the pod's next step usually
-   * comes within it.
+   * and its next one both reach the native informer while Spark's store takes nothing: the pod's
+   * next step comes after the other 11 executors in flight wrote about 12 steps (about 0.3 s at
+   * 20-30 ms a write), usually within it.
    */
-  private static final int EXIT_STALL_MS = 1500;
+  private static final int EXIT_STALL_MS = 1000;
 
-  /** One exit in this many gets a stall timed to it. */
-  private static final int EXIT_STALL_EVERY = 5;
+  /**
+   * One exit in this many (that finds the consumer not stalled already) gets a stall timed to it:
+   * the history after the quiet start lasts only seconds, so that at least two come in every run.
+   */
+  private static final int EXIT_STALL_EVERY = 2;
 
   /**
    * How much later than with Spark's own sources Spark may remove an executor with the native ones

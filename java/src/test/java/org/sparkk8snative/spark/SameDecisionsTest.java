@@ -5,12 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.function.Supplier;
 import org.apache.logging.log4j.Level;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.core.config.Configurator;
@@ -464,7 +466,7 @@ class SameDecisionsTest {
     private final TestPlane plane;
     private final boolean highlyAvailable;
     private final SparkDecisions nativeSide;
-    private final java.util.function.Supplier<InformerHealth> health;
+    private final Supplier<InformerHealth> health;
     private final Random random;
     private volatile boolean running = true;
     private Thread thread;
@@ -480,10 +482,16 @@ class SameDecisionsTest {
     private volatile int reconnectsOntoTheLaggingApiserver;
 
     /**
-     * When each fault held the native side back, {from, until, recovery} in epoch milliseconds: a
-     * consumer stall needs no recovery, a connection fault {@link #RECOVERY_MS}.
+     * When a fault held the native side back, in epoch milliseconds, and how long it may take to
+     * catch up after: a consumer stall needs no recovery, a connection fault {@link #RECOVERY_MS}.
      */
-    private final List<long[]> windows = java.util.Collections.synchronizedList(new ArrayList<>());
+    private record Window(long from, long until, long recovery) {
+      long caughtUp() {
+        return until + recovery;
+      }
+    }
+
+    private final List<Window> windows = Collections.synchronizedList(new ArrayList<>());
 
     /** The apiserver the HA plane's balancer sends the informer to. */
     private String balancerAt = "a";
@@ -492,7 +500,7 @@ class SameDecisionsTest {
         TestPlane plane,
         boolean highlyAvailable,
         SparkDecisions nativeSide,
-        java.util.function.Supplier<InformerHealth> health,
+        Supplier<InformerHealth> health,
         Random random) {
       this.plane = plane;
       this.highlyAvailable = highlyAvailable;
@@ -523,11 +531,11 @@ class SameDecisionsTest {
     private void stall(long millis) {
       long from = System.currentTimeMillis();
       nativeSide.stall(millis);
-      windows.add(new long[] {from, from + millis, 0});
+      windows.add(new Window(from, from + millis, 0));
     }
 
     private void connectionFault(long from) {
-      windows.add(new long[] {from, System.currentTimeMillis(), RECOVERY_MS});
+      windows.add(new Window(from, System.currentTimeMillis(), RECOVERY_MS));
     }
 
     /**
@@ -544,10 +552,11 @@ class SameDecisionsTest {
         boolean moved = true;
         while (moved) {
           moved = false;
-          for (long[] w : windows) {
-            long over = w[1] + w[2];
-            if (w[0] <= from + DECISION_SLACK_MS && theirs <= over && over > from) {
-              from = over;
+          for (Window w : windows) {
+            if (w.from() <= from + DECISION_SLACK_MS
+                && theirs <= w.caughtUp()
+                && w.caughtUp() > from) {
+              from = w.caughtUp();
               moved = true;
             }
           }

@@ -14,7 +14,7 @@
 # A mutant's header, before its diff (mutants/README.md):
 #   # promise: what it breaks, in the words the docs use
 #   # catch: rust-lib FILTER            the crate's unit tests matching FILTER (exact)
-#   # catch: rust TESTFILE FILTER       an integration test of tests/ (real planes)
+#   # catch: rust TARGET FILTER         an integration test target (planes: real planes), exact name
 #   # catch: jvm CLASS[#METHOD]         a JVM test of the Spark 4.2 artifact, on a plane
 #   # quick: yes                        run by make test
 # A mutant that no longer applies, or no longer builds, fails the run too: it

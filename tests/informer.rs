@@ -1,7 +1,7 @@
 //! The informer and lister against a real control plane: sync, changes in
 //! order, restarts, 410, black holes, RBAC, scale, stop.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -427,7 +427,9 @@ async fn a_quiet_watch_longer_than_the_stale_bound_proves_the_cache_at_each_rene
                 let waited = Instant::now();
                 tokio::task::block_in_place(|| informer.await_lister_ready(Duration::from_secs(10)))
                     .expect("the renewal proves the cache");
-                assert!(waited.elapsed() < settings.watch_timeout + Duration::from_secs(1), "{:?}", waited.elapsed());
+                // At most one watch: the renewal proves the cache. The margin is the apiserver's
+                // answer and this process's scheduling with other tests' planes on the same cores.
+                assert!(waited.elapsed() < settings.watch_timeout + Duration::from_secs(2), "{:?}", waited.elapsed());
                 let proven = informer.health().last_activity.unwrap().elapsed().unwrap();
                 assert!(proven < Duration::from_secs(1), "the snapshot follows the proof: {proven:?}");
                 assert_eq!(informer.lister_snapshot().expect("right after the renewal").pods.len(), 3);

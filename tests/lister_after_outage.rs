@@ -10,10 +10,10 @@
 //! against Spark's rule: an executor missing from a full snapshot is removed
 //! once it is older than `missingPodDetectDelta` (twice the stale bound).
 //!
-//! Run many times by hand: `cargo test --release --test lister_after_outage -- --test-threads=1`
+//! Run many times by hand: `cargo test --release --test planes lister_after_outage:: -- --test-threads=1`
 //! with `LISTER_OUTAGE_RUNS=20`.
 
-mod support;
+use crate::support;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,7 +2,7 @@
 //! after compaction, persistence across apiserver restarts, the garbage
 //! collector, and the proxy's faults.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

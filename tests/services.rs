@@ -1,7 +1,7 @@
 //! Executor Services (SPARK-52505) against a real control plane, with the
 //! controller-manager's garbage collector.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

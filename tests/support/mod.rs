@@ -4,7 +4,7 @@
 //! A test either uses [`LocalPlane::shared`] (one plane per test process,
 //! tests isolated by app id) or, when it injects faults that would disturb
 //! others, starts its own with [`LocalPlane::start_with`].
-#![allow(dead_code)] // each test binary uses a different part
+#![allow(dead_code)] // the benchmark uses a part of it
 
 pub mod kubelet;
 

@@ -159,6 +159,12 @@ ensure_tools() {
 # ships, not a second build against this machine's glibc.
 native_platforms=(x86_64 aarch64)
 host_arch=$(uname -m)
+# Where cargo builds for ARCH: this machine's platform in target/, the others in a
+# build directory of their own (cargo locks one per build), so that
+# scripts/test.sh can build them while the Rust tests use target/.
+cargo_target_dir() {
+  if [[ "$1" == "$host_arch" ]]; then echo "$root/target"; else echo "$root/target/cross"; fi
+}
 # Where scripts/native-build.sh puts what the jars carry (linux-<arch>/), and the
 # host's library, which Maven's tests and the scripts' JVMs load.
 native_dir="$root/target/native"
@@ -239,7 +245,7 @@ build_native_and_classes() {
 # (stopped when the calling script exits, or by stop_plane_now); its settings
 # are in $2/plane.env. More arguments go to the launcher (e.g. --node --images F
 # for the sealed cluster).
-running_planes=()
+running_planes=() planes_stopped_at_exit=""
 start_plane() {
   local bin=$1 dir=$2
   shift 2
@@ -247,10 +253,24 @@ start_plane() {
   rm -rf "$dir"
   "$bin/localplane" start --dir "$dir" "$@" >/dev/null
   running_planes+=("$dir")
-  if ((${#running_planes[@]} == 1)); then
-    # shellcheck disable=SC2064 # expand now: the trap must stop the planes ($? at exit)
-    trap "stop_running_planes \$? '$bin'" EXIT
+  if [[ -z "$planes_stopped_at_exit" ]]; then
+    planes_stopped_at_exit=1
+    at_exit "stop_running_planes \"\$status\" '$bin'"
   fi
+}
+
+# at_exit COMMAND: runs COMMAND (bash, with the script's exit status in
+# $status) when the calling script exits, before the commands added earlier.
+exit_hooks=()
+at_exit() {
+  exit_hooks=("$1" "${exit_hooks[@]}")
+  trap 'run_exit_hooks $?' EXIT
+}
+
+run_exit_hooks() {
+  local status=$1 hook
+  for hook in "${exit_hooks[@]}"; do eval "$hook" || true; done
+  return "$status"
 }
 
 stop_running_planes() {

@@ -33,8 +33,9 @@ ensure_cross_build_tools "${arches[@]}"
 for arch in "${arches[@]}"; do
   triple="$arch-unknown-linux-gnu"
   echo "==> $triple, linked against glibc $glibc_floor"
-  cargo-zigbuild zigbuild --release --locked --lib --target "$(zig_target "$arch")"
-  built="target/$triple/release/libspark_k8s_native.so"
+  target_dir=$(cargo_target_dir "$arch")
+  CARGO_TARGET_DIR="$target_dir" cargo-zigbuild zigbuild --release --locked --lib --target "$(zig_target "$arch")"
+  built="$target_dir/$triple/release/libspark_k8s_native.so"
   shipped="$native_dir/linux-$arch/libspark_k8s_native.so"
   symbols="$native_dir/symbols/linux-$arch/libspark_k8s_native.so.debug"
   if [[ ! "$shipped" -nt "$built" ]]; then

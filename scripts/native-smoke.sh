@@ -36,7 +36,8 @@ fi
 ensure_cross_build_tools "$arch"
 echo "==> Rust unit tests for $arch under qemu-$arch"
 runner_var="CARGO_TARGET_$(tr '[:lower:]' '[:upper:]' <<<"$arch")_UNKNOWN_LINUX_GNU_RUNNER"
-env "$runner_var=qemu-$arch" cargo-zigbuild test --release --locked --lib --target "$(zig_target "$arch")"
+env "$runner_var=qemu-$arch" CARGO_TARGET_DIR="$(cargo_target_dir "$arch")" \
+  cargo-zigbuild test --release --locked --lib --target "$(zig_target "$arch")"
 
 if [[ -z "$plane" ]]; then
   plane="$root/target/localplane-native-smoke"

@@ -36,9 +36,9 @@ import org.sparkk8snative.TestPlane;
  * on a highly available plane (two apiservers on one etcd, watch caches on): the native informer
  * reaches it through a load balancer that moves it between the apiservers, closing its connection
  * or holding it silent past the silence bound, and first lags apiserver b (cut off etcd) under it,
- * while Spark's own sources stay on apiserver a. The first {@link #QUIET_START_MS} of each run are
- * free of faults; after them one executor exit in {@link #EXIT_STALL_EVERY} gets a consumer stall
- * timed to it.
+ * while Spark's own sources stay on apiserver a. Each run starts free of faults until Spark has
+ * decided on {@link #QUIET_DECISIONS} executors; after that one executor exit in {@link
+ * #EXIT_STALL_EVERY} gets a consumer stall timed to it.
  *
  * <p>Not among the faults, because no comparison with Spark's own watch could be sound: a 410 (an
  * apiserver restarted with its watch cache on, or a watch cache reinitialized after it lost etcd)
@@ -75,9 +75,7 @@ import org.sparkk8snative.TestPlane;
 class SameDecisionsTest {
   private static final long SEED = Long.getLong("decisions.seed", System.currentTimeMillis());
 
-  /**
-   * 80: a history of 8-12 s, of which the seconds after {@link #QUIET_START_MS} hold the faults.
-   */
+  /** 80: a history of 8-12 s, of which the seconds after the quiet start hold the faults. */
   private static final int EXECUTORS = Integer.getInteger("decisions.executors", 80);
 
   /**
@@ -129,11 +127,15 @@ class SameDecisionsTest {
   private static final long RECOVERY_MS = 6_000;
 
   /**
-   * Faults (stalls timed to exits too) start this long into the history, so that the executors
-   * decided before them bound the native sources' decision times by {@link #DECISION_SLACK_MS}
-   * alone.
+   * Faults (stalls timed to exits too) start once Spark's own sources have had Spark remove this
+   * many executors, and {@link #DECISION_SLACK_MS} later: those executors bound the native sources'
+   * decision times by the slack alone. By count, not by time: a fixed 5 s left the highly available
+   * plane, slower to start its history, with a single such executor once.
    */
-  private static final long QUIET_START_MS = 5_000;
+  private static final int QUIET_DECISIONS = 5;
+
+  /** The longest quiet start: a history that decides nothing for this long fails the run. */
+  private static final long QUIET_START_MAX_MS = 20_000;
 
   private final List<Runnable> teardown = new ArrayList<>();
 
@@ -217,6 +219,7 @@ class SameDecisionsTest {
         new Faults(
             plane,
             highlyAvailable,
+            legacy,
             nativeSide,
             () -> sources.informer().health(),
             new Random(SEED ^ 0x9E3779B97F4A7C15L));
@@ -465,6 +468,7 @@ class SameDecisionsTest {
   private static final class Faults {
     private final TestPlane plane;
     private final boolean highlyAvailable;
+    private final SparkDecisions legacy;
     private final SparkDecisions nativeSide;
     private final Supplier<InformerHealth> health;
     private final Random random;
@@ -474,7 +478,7 @@ class SameDecisionsTest {
     private int blackholes;
     private int stalls;
     private volatile int exitStalls;
-    private volatile long quietUntil;
+    private volatile boolean quiet = true;
     private int exitsWritten;
     private int lags;
 
@@ -499,11 +503,13 @@ class SameDecisionsTest {
     Faults(
         TestPlane plane,
         boolean highlyAvailable,
+        SparkDecisions legacy,
         SparkDecisions nativeSide,
         Supplier<InformerHealth> health,
         Random random) {
       this.plane = plane;
       this.highlyAvailable = highlyAvailable;
+      this.legacy = legacy;
       this.nativeSide = nativeSide;
       this.health = health;
       this.random = random;
@@ -519,10 +525,7 @@ class SameDecisionsTest {
       boolean exit =
           step.kind() == ExecutorHistories.Kind.SPARK_EXIT
               || step.kind() == ExecutorHistories.Kind.END;
-      if (exit
-          && System.currentTimeMillis() >= quietUntil
-          && exitsWritten++ % EXIT_STALL_EVERY == 0
-          && !nativeSide.stalled()) {
+      if (exit && !quiet && exitsWritten++ % EXIT_STALL_EVERY == 0 && !nativeSide.stalled()) {
         stall(EXIT_STALL_MS);
         exitStalls++;
       }
@@ -565,14 +568,27 @@ class SameDecisionsTest {
       return from + DECISION_SLACK_MS;
     }
 
+    /**
+     * The quiet start: until Spark's own sources have had Spark remove {@link #QUIET_DECISIONS}
+     * executors (at most {@link #QUIET_START_MAX_MS}), then the slack, so that no fault reaches
+     * back to their decisions.
+     */
+    private void quietStart() throws InterruptedException {
+      long deadline = System.currentTimeMillis() + QUIET_START_MAX_MS;
+      while (legacy.executorsRemoved() < QUIET_DECISIONS && System.currentTimeMillis() < deadline) {
+        Thread.sleep(50);
+      }
+      Thread.sleep(DECISION_SLACK_MS + 100); // strictly past the slack of the last of them
+      quiet = false;
+    }
+
     void start() {
-      quietUntil = System.currentTimeMillis() + QUIET_START_MS;
       thread =
           new Thread(
               () -> {
                 try {
                   boolean first = true;
-                  Thread.sleep(QUIET_START_MS);
+                  quietStart();
                   if (highlyAvailable) {
                     lag();
                   }

@@ -261,6 +261,11 @@ final class SparkDecisions {
     return new ArrayList<>(classes.getOrDefault(execId, List.of()));
   }
 
+  /** How many executors Spark has removed so far. */
+  synchronized int executorsRemoved() {
+    return removals.size();
+  }
+
   synchronized List<Removal> removalsOf(long execId) {
     return new ArrayList<>(removals.getOrDefault(execId, List.of()));
   }

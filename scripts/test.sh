@@ -54,8 +54,8 @@ stage_go() {
 # the idle scheduling class: they take only the cores that the Rust tests, which
 # mostly wait on planes, leave idle, and never the tests' own time. Not free on 2
 # cores: in a cold run the native stage took 229 s instead of 452, but lint took
-# 140 s instead of about 60 and the Rust tests' build ran slower too (shared
-# caches, and the package cache's lock at each cargo's start).
+# 140 s instead of about 60 and the Rust tests' build ran slower too (why is not
+# measured: shared caches, or the package cache's lock each cargo takes at start).
 stage_native() {
   phase "native library: $host_arch linked at glibc $glibc_floor, stripped (scripts/native-build.sh); ${cross_arches[*]:-no other platform} in the background"
   scripts/native-build.sh "$host_arch"

@@ -134,7 +134,10 @@ class SameDecisionsTest {
    */
   private static final int QUIET_DECISIONS = 5;
 
-  /** The longest quiet start: a history that decides nothing for this long fails the run. */
+  /**
+   * The longest quiet start: after it the faults begin whatever Spark has decided, and a run with
+   * no executor decided outside every fault fails.
+   */
   private static final long QUIET_START_MAX_MS = 20_000;
 
   private final List<Runnable> teardown = new ArrayList<>();
